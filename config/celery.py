@@ -1,0 +1,12 @@
+"""The Celery application: configured from Django settings (CELERY_*), tasks discovered in every app."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("dossier")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+

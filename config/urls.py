@@ -1,0 +1,24 @@
+"""URL map. Browser pages at the top level, the user API under /api/v1/, the agent API under /api/agent/v1/."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.common import views as common_views
+
+api_v1 = [
+    path("catalog/", include("apps.catalog.api.urls")),
+]
+
+urlpatterns = [
+    path("", common_views.home, name="home"),
+    path("healthz", common_views.healthz, name="healthz"),
+    path("accounts/", include("apps.accounts.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("admin/", admin.site.urls),
+    path("catalog/", include("apps.catalog.urls")),
+    path("audit/", include("apps.audit.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/v1/", include(api_v1)),
+]

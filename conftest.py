@@ -1,0 +1,66 @@
+"""Fixtures shared by every test: teams, users per role, an outsider, signed-in clients."""
+
+import pytest
+
+from tests.factories import TeamFactory, UserFactory
+
+
+@pytest.fixture(autouse=True)
+def _plain_static_storage(settings):
+    # The manifest storage needs collectstatic; tests serve static files straight from the finders.
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.fixture
+def team(db):
+    return TeamFactory(name="Platform Team", slug="platform-team")
+
+
+@pytest.fixture
+def other_team(db):
+    return TeamFactory(name="Other Team", slug="other-team")
+
+
+@pytest.fixture
+def platform_user(team):
+    return UserFactory(username="pat", roles=["platform"], teams=[team])
+
+
+@pytest.fixture
+def finance_user(team):
+    return UserFactory(username="fin", roles=["finance"], teams=[team])
+
+
+@pytest.fixture
+def product_user(team):
+    return UserFactory(username="prod", roles=["product"], teams=[team])
+
+
+@pytest.fixture
+def admin_user(team):
+    return UserFactory(username="adm", roles=["admin"], teams=[team], is_staff=True)
+
+
+@pytest.fixture
+def outsider(other_team):
+    """A platform user of another team: sees none of `team`'s records."""
+    return UserFactory(username="out", roles=["platform"], teams=[other_team])
+
+
+@pytest.fixture
+def roleless_user(team):
+    return UserFactory(username="nobody", teams=[team])
+
+
+@pytest.fixture
+def client_for(client):
+    """client_for(user) returns the test client signed in as that user."""
+
+    def sign_in(user):
+        client.force_login(user)
+        return client
+
+    return sign_in
