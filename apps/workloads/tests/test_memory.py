@@ -1,0 +1,836 @@
+"""Specification of the memory-fit estimator: published figures, formulas, validation, fit, inverse answers."""
+
+import json
+import math
+from dataclasses import replace
+from fractions import Fraction
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from apps.workloads import memory
+from apps.workloads.memory import (
+    Architecture,
+    Breakdown,
+    Capacity,
+    CapacitySource,
+    EstimateKind,
+    FitStatus,
+    InferenceRequest,
+    ModelShape,
+    Precision,
+    ShapeError,
+    Term,
+    TrainingRequest,
+)
+
+GB = 10**9
+GIB = 2**30
+MIB = 2**20
+
+# Real config.json contents (the keys that matter) of published models.
+LLAMA_3_8B_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "torch_dtype": "bfloat16",
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 500000.0,
+}
+LLAMA_3_2_1B_CONFIG = {
+    **LLAMA_3_8B_CONFIG,
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 16,
+    "head_dim": 64,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 131072,
+}
+LLAMA_3_70B_CONFIG = {
+    **LLAMA_3_8B_CONFIG,
+    "hidden_size": 8192,
+    "intermediate_size": 28672,
+    "num_hidden_layers": 80,
+    "num_attention_heads": 64,
+}
+MIXTRAL_8X7B_CONFIG = {
+    "model_type": "mixtral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "vocab_size": 32000,
+    "max_position_embeddings": 32768,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+DEEPSEEK_V2_LITE_CONFIG = {
+    "model_type": "deepseek_v2",
+    "hidden_size": 2048,
+    "intermediate_size": 10944,
+    "num_hidden_layers": 27,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "vocab_size": 102400,
+    "max_position_embeddings": 163840,
+    "tie_word_embeddings": False,
+    "q_lora_rank": None,
+    "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "n_routed_experts": 64,
+    "num_experts_per_tok": 6,
+    "n_shared_experts": 2,
+    "moe_intermediate_size": 1408,
+    "first_k_dense_replace": 1,
+    "torch_dtype": "bfloat16",
+}
+QWEN2_7B_CONFIG = {
+    "model_type": "qwen2",
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "vocab_size": 152064,
+    "max_position_embeddings": 131072,
+    "sliding_window": 131072,
+    "use_sliding_window": False,
+    "max_window_layers": 28,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+GEMMA_7B_CONFIG = {  # no tie_word_embeddings key: Gemma ties by default
+    "model_type": "gemma",
+    "hidden_size": 3072,
+    "intermediate_size": 24576,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "head_dim": 256,
+    "vocab_size": 256000,
+    "max_position_embeddings": 8192,
+    "torch_dtype": "bfloat16",
+}
+MISTRAL_7B_V01_CONFIG = {
+    "model_type": "mistral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+    "max_position_embeddings": 32768,
+    "sliding_window": 4096,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+BERT_BASE_UNCASED_CONFIG = {
+    "model_type": "bert",
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "vocab_size": 30522,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+}
+
+
+def billions(count: int) -> float:
+    return count / 1e9
+
+
+@pytest.fixture
+def llama_3_8b() -> ModelShape:
+    return memory.parse_hf_config(LLAMA_3_8B_CONFIG)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Precision
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("precision", "expected"),
+    [("fp32", 4), ("bf16", 2), ("fp16", 2), ("fp8", 1), ("int8", 1), ("bfloat16", 2), ("FP16", 2), ("float32", 4)],
+)
+def test_bytes_per_parameter_of_unscaled_formats(precision, expected):
+    assert memory.bytes_per_parameter(precision) == expected
+
+
+def test_int4_adds_a_16_bit_scale_and_4_bit_zero_point_per_group_of_128():
+    assert memory.bytes_per_parameter("int4") == Fraction(1, 2) + Fraction(20, 128 * 8)
+
+
+def test_nf4_constants_are_half_a_bit_per_parameter_and_0_127_with_double_quantisation():
+    assert memory.quantisation_constant_bits("nf4") == Fraction(1, 2)
+    assert round(float(memory.quantisation_constant_bits("nf4", double_quantisation=True)), 3) == 0.127
+    assert memory.bytes_per_parameter("nf4") == Fraction(1, 2) + Fraction(1, 16)
+
+
+def test_unknown_precision_is_rejected_by_name():
+    with pytest.raises(ShapeError) as excinfo:
+        memory.bytes_per_parameter("fp6")
+    assert excinfo.value.field == "precision"
+    assert "fp6" in excinfo.value.message
+    with pytest.raises(ShapeError) as excinfo:
+        ModelShape(precision="int3", params=1000)
+    assert excinfo.value.field == "precision"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Parameter counts from the shape (published figures)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_llama_3_8b_has_its_published_8_03_billion_parameters(llama_3_8b):
+    count = memory.parameter_count(llama_3_8b)
+    assert count.total == 8_030_261_248
+    assert count.active == count.total
+    assert sum(term.count for term in count.terms) == count.total
+    assert {term.name for term in count.terms} >= {"embedding", "output_head", "attention", "ffn", "norms"}
+
+
+def test_llama_3_8b_from_a_typed_shape_matches_the_config():
+    shape = ModelShape(
+        num_layers=32,
+        hidden_size=4096,
+        num_attention_heads=32,
+        num_kv_heads=8,
+        ffn_size=14336,
+        vocab_size=128256,
+        tied_embeddings=False,
+    )
+    assert memory.parameter_count(shape).total == 8_030_261_248
+
+
+def test_tied_embeddings_count_the_matrix_once():
+    shape = memory.parse_hf_config(LLAMA_3_2_1B_CONFIG)
+    assert shape.tied_embeddings is True
+    assert memory.parameter_count(shape).total == 1_235_814_400  # Llama 3.2 1B
+
+
+def test_mixtral_total_and_active_parameters():
+    shape = memory.parse_hf_config(MIXTRAL_8X7B_CONFIG)
+    assert shape.architecture is Architecture.MOE
+    count = memory.parameter_count(shape)
+    assert round(billions(count.total), 1) == 46.7
+    assert round(billions(count.active), 1) == 12.9
+
+
+def test_deepseek_v2_lite_latent_attention_and_shared_experts():
+    shape = memory.parse_hf_config(DEEPSEEK_V2_LITE_CONFIG)
+    assert shape.is_latent_attention
+    assert (shape.kv_lora_rank, shape.qk_rope_head_dim) == (512, 64)
+    assert (shape.num_experts, shape.num_experts_per_token, shape.num_shared_experts) == (64, 6, 2)
+    assert shape.first_dense_layers == 1
+    count = memory.parameter_count(shape)
+    assert round(billions(count.total), 1) == 15.7
+    # 26 MoE layers each leave 64 − 6 routed experts (3 · 2,048 · 1,408 parameters each) idle per token.
+    assert count.active == count.total - 26 * (64 - 6) * 3 * 2048 * 1408
+
+
+def test_qwen2_7b_counts_qkv_biases_and_ignores_a_disabled_window():
+    shape = memory.parse_hf_config(QWEN2_7B_CONFIG)
+    assert shape.qkv_bias is True
+    assert shape.sliding_window is None
+    assert round(billions(memory.parameter_count(shape).total), 2) == 7.62
+
+
+def test_gemma_7b_uses_the_stated_head_dim_and_ties_by_default():
+    shape = memory.parse_hf_config(GEMMA_7B_CONFIG)
+    assert shape.head_dim == 256
+    assert shape.resolved_head_dim != shape.hidden_size // shape.num_attention_heads
+    assert shape.tied_embeddings is True
+    assert round(billions(memory.parameter_count(shape).total), 2) == 8.54
+
+
+def test_bert_base_encoder_has_109_482_240_parameters_and_no_kv_cache():
+    shape = memory.parse_hf_config(BERT_BASE_UNCASED_CONFIG)
+    assert shape.architecture is Architecture.ENCODER
+    assert shape.gated_ffn is False
+    assert memory.parameter_count(shape).total == 109_482_240
+    assert memory.kv_cache_bytes_per_token(shape) == 0
+
+
+def test_diffusion_models_need_a_stated_parameter_count():
+    shape = ModelShape(architecture="diffusion", num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=1)
+    with pytest.raises(ShapeError) as excinfo:
+        memory.parameter_count(shape)
+    assert excinfo.value.field == "params"
+
+
+def test_a_stated_parameter_count_wins_for_the_weights():
+    shape = ModelShape(params=7_000_000_000, precision="fp16")
+    term = memory.weights_term(shape)
+    assert term.size_bytes == 14_000_000_000
+    assert term.inputs["P source"] == "stated"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------------------------------
+
+VALID_SHAPE = {
+    "num_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_kv_heads": 8,
+    "ffn_size": 14336,
+    "vocab_size": 128256,
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "fragment"),
+    [
+        ({"num_layers": -1}, "num_layers", "at least 1"),
+        ({"num_layers": 0}, "num_layers", "at least 1"),
+        ({"hidden_size": 10**9}, "hidden_size", "implausibly large"),
+        ({"vocab_size": 4096.0}, "vocab_size", "whole number"),
+        ({"num_layers": True}, "num_layers", "whole number"),
+        ({"num_kv_heads": 6}, "num_kv_heads", "must divide"),
+        ({"num_kv_heads": 64}, "num_kv_heads", "must divide"),
+        ({"hidden_size": 4000, "num_attention_heads": 30, "num_kv_heads": 10}, "head_dim", "not divisible"),
+        ({"head_dim": 8}, "head_dim", "inconsistent"),
+        ({"head_dim": 1024}, "head_dim", "inconsistent"),
+        ({"architecture": "rnn"}, "architecture", "Unknown architecture"),
+        ({"architecture": "moe"}, "num_experts", "Needed"),
+        ({"architecture": "moe", "num_experts": 8, "num_experts_per_token": 9}, "num_experts_per_token", "exceeds"),
+        ({"num_experts": 8, "num_experts_per_token": 2}, "architecture", "moe"),
+        ({"kv_lora_rank": 512}, "qk_rope_head_dim", "MLA"),
+        ({"params": 8_030_261}, "params", "2× apart"),
+        ({"sliding_window_layers": 40, "sliding_window": 4096}, "sliding_window_layers", "exceeds"),
+    ],
+)
+def test_bad_shapes_raise_an_error_naming_the_field(changes, field, fragment):
+    with pytest.raises(ShapeError) as excinfo:
+        ModelShape(**{**VALID_SHAPE, **changes})
+    assert excinfo.value.field == field
+    assert fragment in excinfo.value.message
+    assert str(excinfo.value).startswith(f"{field}: ")
+
+
+def test_error_template_and_params_rebuild_the_message_for_translation():
+    with pytest.raises(ShapeError) as excinfo:
+        ModelShape(**{**VALID_SHAPE, "num_kv_heads": 6})
+    error = excinfo.value
+    assert error.template % error.params == error.message
+    assert error.params == {"kv": 6, "heads": 32}
+
+
+def test_a_head_dim_other_than_hidden_over_heads_is_accepted_within_reason():
+    shape = ModelShape(**{**VALID_SHAPE, "hidden_size": 5120, "head_dim": 128})  # Mistral-Nemo style
+    assert shape.resolved_head_dim == 128
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# config.json parsing
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_parse_reads_gqa_dtype_and_context(llama_3_8b):
+    assert llama_3_8b.num_kv_heads == 8
+    assert llama_3_8b.precision is Precision.BF16
+    assert llama_3_8b.max_context_tokens == 8192
+    assert llama_3_8b.architecture is Architecture.DENSE
+    assert llama_3_8b.head_dim is None
+    assert llama_3_8b.resolved_head_dim == 128
+
+
+def test_parse_reads_a_multimodal_wrapper_through_text_config():
+    config = {"model_type": "llava", "torch_dtype": "float16", "text_config": LLAMA_3_8B_CONFIG | {"torch_dtype": None}}
+    shape = memory.parse_hf_config(config)
+    assert shape.precision is Precision.FP16
+    assert memory.parameter_count(shape).total == 8_030_261_248
+
+
+def test_parse_reads_quantisation_config():
+    awq = memory.parse_hf_config({**LLAMA_3_8B_CONFIG, "quantization_config": {"quant_method": "awq", "bits": 4}})
+    assert awq.precision is Precision.INT4
+    bnb = memory.parse_hf_config(
+        {
+            **LLAMA_3_8B_CONFIG,
+            "quantization_config": {
+                "quant_method": "bitsandbytes",
+                "load_in_4bit": True,
+                "bnb_4bit_quant_type": "nf4",
+                "bnb_4bit_use_double_quant": True,
+            },
+        }
+    )
+    assert (bnb.precision, bnb.double_quantisation) == (Precision.NF4, True)
+
+
+def test_parse_reads_sliding_windows():
+    mistral = memory.parse_hf_config(MISTRAL_7B_V01_CONFIG)
+    assert (mistral.sliding_window, mistral.window_layer_count) == (4096, 32)
+    gemma2 = memory.parse_hf_config(
+        {**GEMMA_7B_CONFIG, "model_type": "gemma2", "num_hidden_layers": 42, "sliding_window": 4096}
+    )
+    assert gemma2.window_layer_count == 21
+    typed = memory.parse_hf_config(
+        {**LLAMA_3_8B_CONFIG, "sliding_window": 1024, "layer_types": ["sliding_attention", "full_attention"] * 16}
+    )
+    assert typed.window_layer_count == 16
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "fragment"),
+    [
+        ([1, 2, 3], "config", "JSON object"),
+        ("{}", "config", "JSON object"),
+        ({k: v for k, v in LLAMA_3_8B_CONFIG.items() if k != "hidden_size"}, "hidden_size", "no hidden_size"),
+        ({**LLAMA_3_8B_CONFIG, "num_hidden_layers": "32"}, "num_layers", "whole number"),
+        ({**LLAMA_3_8B_CONFIG, "vocab_size": True}, "vocab_size", "whole number"),
+        ({**LLAMA_3_8B_CONFIG, "num_key_value_heads": 7}, "num_kv_heads", "must divide"),
+        ({**LLAMA_3_8B_CONFIG, "hidden_size": -4096}, "hidden_size", "at least 1"),
+        ({**LLAMA_3_8B_CONFIG, "torch_dtype": "float6"}, "precision", "Unknown precision"),
+        ({**LLAMA_3_8B_CONFIG, "quantization_config": {"quant_method": "exl2"}}, "precision", "not recognised"),
+        ({**LLAMA_3_8B_CONFIG, "tie_word_embeddings": "no"}, "config", "true or false"),
+        ({"_class_name": "FluxTransformer2DModel", "_diffusers_version": "0.30.0"}, "config", "Diffusers"),
+    ],
+)
+def test_malformed_configs_get_a_clear_error(config, field, fragment):
+    with pytest.raises(ShapeError) as excinfo:
+        memory.parse_hf_config(config)
+    assert excinfo.value.field == field
+    assert fragment in excinfo.value.message
+
+
+def test_parse_json_text_reports_where_it_is_broken():
+    assert memory.parse_hf_config_json(json.dumps(LLAMA_3_8B_CONFIG)).num_layers == 32
+    with pytest.raises(ShapeError) as excinfo:
+        memory.parse_hf_config_json('{"hidden_size": 4096,\n "num_hidden_layers": }')
+    assert excinfo.value.field == "config"
+    assert "line 2" in excinfo.value.message
+    with pytest.raises(ShapeError):
+        memory.parse_hf_config_json(b"\xff\xfe\x00")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# KV cache
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_llama_3_8b_bf16_kv_cache_is_131_072_bytes_per_token(llama_3_8b):
+    assert memory.kv_cache_bytes_per_token(llama_3_8b) == 131_072  # 2 · 32 · 8 · 128 · 2
+    assert memory.kv_cache_bytes_per_token(llama_3_8b, "fp8") == 65_536
+
+
+def test_kv_cache_rounds_each_request_up_to_whole_blocks(llama_3_8b):
+    assert memory.kv_cache_bytes_per_request(llama_3_8b, 1000) == 1008 * 131_072
+    assert memory.kv_cache_bytes_per_request(llama_3_8b, 1024) == 1024 * 131_072
+    assert memory.kv_cache_bytes_per_request(llama_3_8b, 1000, block_size_tokens=1) == 1000 * 131_072
+
+
+def test_latent_attention_caches_the_compressed_kv_only():
+    shape = memory.parse_hf_config(DEEPSEEK_V2_LITE_CONFIG)
+    assert memory.kv_cache_bytes_per_token(shape) == 27 * (512 + 64) * 2
+
+
+def test_sliding_window_layers_keep_at_most_the_window():
+    shape = memory.parse_hf_config(MISTRAL_7B_V01_CONFIG)
+    assert memory.kv_cache_bytes_per_request(shape, 32768) == 4096 * 131_072
+    assert memory.kv_cache_bytes_per_request(shape, 2000) == 2000 * 131_072
+
+
+def test_kv_cache_cannot_be_stored_as_nf4(llama_3_8b):
+    with pytest.raises(ShapeError) as excinfo:
+        memory.kv_cache_bytes_per_token(llama_3_8b, "nf4")
+    assert excinfo.value.field == "kv_cache_precision"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Inference estimate
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_inference_breakdown_of_llama_3_8b(llama_3_8b):
+    request = InferenceRequest(p95_context_tokens=8192, concurrent_sessions=16)
+    breakdown = memory.estimate_inference(llama_3_8b, request)
+    assert breakdown.kind is EstimateKind.INFERENCE
+    assert [term.name for term in breakdown.terms] == [
+        "weights",
+        "kv_cache",
+        "activation_peak",
+        "cuda_runtime",
+        "safety_margin",
+    ]
+    assert breakdown.term("weights").size_bytes == 2 * 8_030_261_248
+    assert breakdown.term("kv_cache").size_bytes == 8192 * 131_072 * 16
+    # T = min(8192, 16 · 8192) tokens · (2·4096 + 3·14336) · 2 bytes + 8 · 16 sequences · 128,256 vocabulary
+    assert breakdown.term("activation_peak").size_bytes == 8192 * (2 * 4096 + 3 * 14336) * 2 + 8 * 16 * 128256
+    assert breakdown.term("cuda_runtime").size_bytes == 2 * GIB
+    subtotal = sum(term.size_bytes for term in breakdown.terms[:-1])
+    assert breakdown.term("safety_margin").size_bytes == math.ceil(subtotal / 10)
+    assert breakdown.total_bytes == subtotal + breakdown.term("safety_margin").size_bytes
+    for term in breakdown.terms:
+        assert term.formula
+        assert term.inputs
+    assert breakdown.as_dict()["total_bytes"] == breakdown.total_bytes
+
+
+def test_tensor_parallelism_splits_weights_and_kv_but_not_beyond_the_kv_heads(llama_3_8b):
+    base = InferenceRequest(p95_context_tokens=4096, concurrent_sessions=8)
+    one = memory.estimate_inference(llama_3_8b, base)
+    two = memory.estimate_inference(llama_3_8b, replace(base, tensor_parallel=2))
+    assert two.gpus == 2
+    assert two.term("weights").size_bytes == one.term("weights").size_bytes // 2
+    assert two.term("kv_cache").size_bytes == one.term("kv_cache").size_bytes // 2
+    sixteen = memory.estimate_inference(llama_3_8b, replace(base, tensor_parallel=16))
+    assert sixteen.term("kv_cache").size_bytes == one.term("kv_cache").size_bytes // 8
+    with pytest.raises(ShapeError) as excinfo:
+        memory.estimate_inference(llama_3_8b, replace(base, tensor_parallel=3))
+    assert excinfo.value.field == "tensor_parallel"
+
+
+def test_quantised_weights_keep_embeddings_and_head_in_16_bit(llama_3_8b):
+    shape = replace(llama_3_8b, precision="int4")
+    term = memory.weights_term(shape)
+    unquantised = 2 * 128256 * 4096 + 32 * 2 * 4096 + 4096
+    quantised = 8_030_261_248 - unquantised
+    assert term.size_bytes == math.ceil(quantised * memory.bytes_per_parameter("int4") + unquantised * 2)
+    assert "P_quantised" in term.formula
+
+
+def test_context_beyond_the_model_window_is_rejected(llama_3_8b):
+    with pytest.raises(ShapeError) as excinfo:
+        memory.estimate_inference(llama_3_8b, InferenceRequest(p95_context_tokens=16384, concurrent_sessions=1))
+    assert excinfo.value.field == "p95_context_tokens"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"p95_context_tokens": 0}, "p95_context_tokens"),
+        ({"concurrent_sessions": -1}, "concurrent_sessions"),
+        ({"safety_margin_fraction": 1.5}, "safety_margin_fraction"),
+        ({"kv_cache_precision": "fp5"}, "kv_cache_precision"),
+        ({"cuda_context_bytes": -1}, "cuda_context_bytes"),
+    ],
+)
+def test_bad_inference_requests_name_the_field(changes, field):
+    with pytest.raises(ShapeError) as excinfo:
+        InferenceRequest(**{"p95_context_tokens": 1024, "concurrent_sessions": 1, **changes})
+    assert excinfo.value.field == field
+
+
+def test_encoders_are_estimated_without_a_kv_cache():
+    shape = memory.parse_hf_config(BERT_BASE_UNCASED_CONFIG)
+    breakdown = memory.estimate_inference(shape, InferenceRequest(p95_context_tokens=512, concurrent_sessions=32))
+    assert breakdown.term("kv_cache").size_bytes == 0
+    assert breakdown.term("activation_peak").size_bytes == 8192 * (2 * 768 + 3 * 3072) * 2
+
+
+def test_a_params_only_shape_cannot_size_the_kv_cache():
+    with pytest.raises(ShapeError) as excinfo:
+        memory.estimate_inference(
+            ModelShape(params=7 * GB), InferenceRequest(p95_context_tokens=10, concurrent_sessions=1)
+        )
+    assert excinfo.value.field == "num_layers"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Training estimate
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("stage", "expected_gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_figure_1_model_states_per_gpu(stage, expected_gb):
+    terms = memory.model_state_terms(7_500_000_000, stage, 64)
+    assert round(sum(term.size_bytes for term in terms) / GB, 1) == expected_gb
+
+
+def test_zero_terms_show_which_state_is_sharded():
+    weights, gradients, optimizer = memory.model_state_terms(1000, 2, 4)
+    assert (weights.formula, gradients.formula, optimizer.formula) == ("2·P/t", "2·P/(t·N)", "12·P/(t·N)")
+    assert (weights.size_bytes, gradients.size_bytes, optimizer.size_bytes) == (2000, 500, 3000)
+
+
+def test_activation_formulas_of_korthikanti_et_al():
+    common = {"sequence_length": 2048, "micro_batch_size": 1, "hidden_size": 4096, "attention_heads": 32}
+    # s·b·h·(34 + 5·a·s/h) = 2048 · 4096 · (34 + 80)
+    assert memory.activation_bytes_per_layer(**common)[0] == 2048 * 4096 * 114
+    assert memory.activation_bytes_per_layer(**common, flash_attention=True)[0] == 2048 * 4096 * 34
+    assert memory.activation_bytes_per_layer(**common, recompute="selective")[0] == 2048 * 4096 * 34
+    assert memory.activation_bytes_per_layer(**common, recompute="full")[0] == 2 * 2048 * 4096
+    # With t = 8: s·b·h·(10 + 24/8 + 5·a·s/(h·8)) = 2048 · 4096 · (10 + 3 + 10)
+    assert memory.activation_bytes_per_layer(**common, tensor_parallel=8)[0] == 2048 * 4096 * 23
+    assert memory.output_activation_bytes(
+        sequence_length=2048, micro_batch_size=1, hidden_size=4096, vocab_size=128256
+    ) == 4 * 2048 * (4096 + 128256)
+
+
+def test_full_training_breakdown(llama_3_8b):
+    request = TrainingRequest(sequence_length=2048, micro_batch_size=1, zero_stage=3, data_parallel_gpus=8)
+    breakdown = memory.estimate_training(llama_3_8b, request)
+    assert breakdown.kind is EstimateKind.TRAINING
+    assert breakdown.gpus == 8
+    states = sum(breakdown.term(name).size_bytes for name in ("weights", "gradients", "optimizer_states"))
+    assert states == 16 * 8_030_261_248 // 8
+    assert breakdown.term("activations").size_bytes == 32 * 2048 * 4096 * 34  # FlashAttention by default
+    full = memory.estimate_training(llama_3_8b, replace(request, recompute="full"))
+    assert full.term("activations").size_bytes == 32 * 2 * 2048 * 4096 + 2048 * 4096 * 34
+    assert "one layer recomputed" in full.term("activations").formula
+
+
+def test_lora_on_all_linear_layers_of_llama_3_8b_trains_41_943_040_parameters(llama_3_8b):
+    assert memory.lora_trainable_parameters(llama_3_8b, 16) == 41_943_040
+    assert memory.lora_trainable_parameters(llama_3_8b, 8, ("q", "v")) == 3_407_872
+
+
+def test_qlora_keeps_an_nf4_base_and_trains_adapters_with_adam(llama_3_8b):
+    request = TrainingRequest(sequence_length=1024, method="qlora", lora_rank=16)
+    breakdown = memory.estimate_training(llama_3_8b, request)
+    unquantised = 1_050_939_392
+    nf4 = memory.bytes_per_parameter("nf4", double_quantisation=True)
+    expected_base = math.ceil((8_030_261_248 - unquantised) * nf4 + unquantised * 2)
+    assert breakdown.term("frozen_base_weights").size_bytes == expected_base
+    adapters = sum(breakdown.term(name).size_bytes for name in ("weights", "gradients", "optimizer_states"))
+    assert adapters == 16 * 41_943_040
+    lora = memory.estimate_training(llama_3_8b, replace(request, method="lora"))
+    assert lora.term("frozen_base_weights").size_bytes == 2 * 8_030_261_248
+
+
+def test_training_a_params_only_shape_needs_the_layer_shape_for_activations():
+    with pytest.raises(ShapeError) as excinfo:
+        memory.estimate_training(ModelShape(params=7 * GB), TrainingRequest(sequence_length=2048))
+    assert excinfo.value.field == "num_layers"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"zero_stage": 4}, "zero_stage"),
+        ({"method": "dora"}, "method"),
+        ({"recompute": "some"}, "recompute"),
+        ({"lora_targets": ("q", "lm_head")}, "lora_targets"),
+        ({"data_parallel_gpus": 0}, "data_parallel_gpus"),
+    ],
+)
+def test_bad_training_requests_name_the_field(changes, field):
+    with pytest.raises(ShapeError) as excinfo:
+        TrainingRequest(**{"sequence_length": 2048, **changes})
+    assert excinfo.value.field == field
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Capacity and fit
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_capacity_prefers_measured_then_catalog_then_datasheet():
+    measured = memory.choose_capacity(measured_total_mib=143_771, catalog_usable_mib=143_000, datasheet_gb=141)
+    assert (measured.source, measured.total_bytes) == (CapacitySource.MEASURED, 143_771 * MIB)
+    assert round(measured.total_gib, 1) == 140.4
+    assert "NVML" in measured.source_label
+    catalog = memory.choose_capacity(catalog_usable_mib=81_559, datasheet_gb=80)
+    assert (catalog.source, catalog.total_bytes) == (CapacitySource.CATALOG, 81_559 * MIB)
+    datasheet = memory.choose_capacity(datasheet_gb="141")
+    assert (datasheet.source, datasheet.total_bytes) == (CapacitySource.DATASHEET, 141 * GB)
+    with pytest.raises(ShapeError) as excinfo:
+        memory.choose_capacity()
+    assert excinfo.value.field == "capacity"
+    with pytest.raises(ShapeError):
+        memory.choose_capacity(datasheet_gb="lots")
+
+
+def breakdown_of(total_bytes: int) -> Breakdown:
+    return Breakdown(EstimateKind.INFERENCE, (Term("weights", total_bytes, "P·bytes", {"P": total_bytes}),))
+
+
+def test_fit_statuses_and_headroom():
+    capacity = Capacity(100 * GIB, CapacitySource.DATASHEET, "test")
+    roomy = memory.fit(breakdown_of(80 * GIB), capacity)
+    assert roomy.status is FitStatus.FITS
+    assert roomy.headroom_gib == 20
+    assert roomy.headroom_percent == 20
+    tight = memory.fit(breakdown_of(95 * GIB), capacity)
+    assert tight.status is FitStatus.TIGHT
+    assert memory.fit(breakdown_of(95 * GIB), capacity, tight_headroom_fraction=0.04).status is FitStatus.FITS
+    exact = memory.fit(breakdown_of(100 * GIB), capacity)
+    assert (exact.status, exact.headroom_bytes) == (FitStatus.TIGHT, 0)
+    over = memory.fit(breakdown_of(101 * GIB), capacity)
+    assert over.status is FitStatus.DOES_NOT_FIT
+    assert over.headroom_gib == -1
+    assert over.headroom_percent == -1
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Inverse answers
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_largest_concurrency_of_llama_3_8b_on_an_h100(llama_3_8b):
+    capacity = memory.choose_capacity(measured_total_mib=81_559)
+    request = InferenceRequest(p95_context_tokens=8192, concurrent_sessions=1)
+    sessions = memory.largest_concurrency(llama_3_8b, request, capacity)
+    assert sessions is not None
+    assert sessions > 1
+    at_max = memory.estimate_inference(llama_3_8b, replace(request, concurrent_sessions=sessions))
+    beyond = memory.estimate_inference(llama_3_8b, replace(request, concurrent_sessions=sessions + 1))
+    assert at_max.total_bytes <= capacity.total_bytes < beyond.total_bytes
+
+
+def test_largest_concurrency_is_zero_when_the_weights_alone_do_not_fit(llama_3_8b):
+    capacity = memory.choose_capacity(datasheet_gb=16)
+    request = InferenceRequest(p95_context_tokens=1024, concurrent_sessions=1)
+    assert memory.largest_concurrency(llama_3_8b, request, capacity) == 0
+
+
+def test_fewest_tensor_parallel_gpus_for_llama_3_70b_on_80_gb():
+    shape = memory.parse_hf_config(LLAMA_3_70B_CONFIG)
+    capacity = memory.choose_capacity(catalog_usable_mib=81_559)
+    request = InferenceRequest(p95_context_tokens=8192, concurrent_sessions=8)
+    answer = memory.fewest_gpus_inference(shape, request, capacity)
+    assert answer is not None
+    degree, breakdown = answer
+    assert degree == 4
+    assert breakdown.gpus == 4
+    assert memory.fit(breakdown, capacity).fits
+    smaller = memory.estimate_inference(shape, replace(request, tensor_parallel=2))
+    assert not memory.fit(smaller, capacity).fits
+    assert memory.fewest_gpus_inference(shape, request, capacity, degrees=(1, 2)) is None
+
+
+def test_fewest_zero_3_gpus_for_a_training_run(llama_3_8b):
+    capacity = memory.choose_capacity(catalog_usable_mib=81_559)
+    request = TrainingRequest(sequence_length=4096, zero_stage=3, recompute="full")
+    answer = memory.fewest_gpus_training(llama_3_8b, request, capacity)
+    assert answer is not None
+    gpus, breakdown = answer
+    assert breakdown.total_bytes <= capacity.total_bytes
+    assert gpus > 1
+    fewer = memory.estimate_training(llama_3_8b, replace(request, data_parallel_gpus=gpus - 1))
+    assert fewer.total_bytes > capacity.total_bytes
+
+
+def test_smallest_fitting_device_picks_the_least_memory_that_fits():
+    devices = {
+        "L4": memory.choose_capacity(datasheet_gb=24),
+        "L40S": memory.choose_capacity(datasheet_gb=48),
+        "H100": memory.choose_capacity(catalog_usable_mib=81_559),
+        "H200": memory.choose_capacity(measured_total_mib=143_771),
+    }
+    name, result = memory.smallest_fitting_device(breakdown_of(40 * GIB), devices)
+    assert name == "L40S"
+    assert result.capacity is devices["L40S"]
+    assert memory.smallest_fitting_device(breakdown_of(200 * GIB), devices) is None
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Properties
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@st.composite
+def decoder_shapes(draw) -> ModelShape:
+    kv_heads = draw(st.sampled_from([1, 2, 4, 8]))
+    heads = kv_heads * draw(st.sampled_from([1, 2, 4, 8]))
+    head_dim = draw(st.sampled_from([32, 64, 128]))
+    hidden = heads * head_dim
+    latent = draw(st.booleans())
+    window = draw(st.one_of(st.none(), st.integers(16, 65536)))
+    layers = draw(st.integers(1, 96))
+    return ModelShape(
+        precision=draw(st.sampled_from(list(Precision))),
+        num_layers=layers,
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        ffn_size=draw(st.integers(hidden, 4 * hidden)),
+        vocab_size=draw(st.integers(1000, 256_000)),
+        tied_embeddings=draw(st.booleans()),
+        kv_lora_rank=512 if latent else None,
+        qk_rope_head_dim=64 if latent else None,
+        sliding_window=window,
+        sliding_window_layers=draw(st.integers(0, layers)) if window else None,
+    )
+
+
+inference_requests = st.builds(
+    InferenceRequest,
+    p95_context_tokens=st.integers(1, 262_144),
+    concurrent_sessions=st.integers(1, 512),
+    block_size_tokens=st.sampled_from([1, 16, 32]),
+    max_batched_tokens=st.sampled_from([2048, 8192]),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(shape=decoder_shapes(), request=inference_requests, more_context=st.integers(0, 100_000))
+def test_more_context_never_needs_less_memory(shape, request, more_context):
+    longer = replace(request, p95_context_tokens=request.p95_context_tokens + more_context)
+    base = memory.estimate_inference(shape, request)
+    assert memory.estimate_inference(shape, longer).total_bytes >= base.total_bytes
+
+
+@settings(max_examples=80, deadline=None)
+@given(shape=decoder_shapes(), request=inference_requests, more_sessions=st.integers(0, 1000))
+def test_more_concurrency_never_needs_less_memory(shape, request, more_sessions):
+    busier = replace(request, concurrent_sessions=request.concurrent_sessions + more_sessions)
+    base = memory.estimate_inference(shape, request)
+    assert memory.estimate_inference(shape, busier).total_bytes >= base.total_bytes
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    shape=decoder_shapes(),
+    sequence=st.integers(1, 32768),
+    gpus=st.integers(1, 2048),
+    more_gpus=st.integers(0, 4096),
+    method=st.sampled_from(["full", "lora", "qlora"]),
+)
+def test_more_gpus_under_zero_3_never_need_more_per_gpu(shape, sequence, gpus, more_gpus, method):
+    request = TrainingRequest(sequence_length=sequence, zero_stage=3, data_parallel_gpus=gpus, method=method)
+    wider = replace(request, data_parallel_gpus=gpus + more_gpus)
+    base = memory.estimate_training(shape, request)
+    assert memory.estimate_training(shape, wider).total_bytes <= base.total_bytes
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=decoder_shapes(), request=inference_requests, capacity_factor=st.floats(1.0, 6.0))
+def test_largest_concurrency_fits_and_one_more_does_not(shape, request, capacity_factor):
+    weights = memory.weights_term(shape).size_bytes
+    capacity = Capacity(max(1, int((weights + 2 * GIB) * capacity_factor)), CapacitySource.DATASHEET, "test")
+    sessions = memory.largest_concurrency(shape, request, capacity, upper_bound=100_000)
+    assume(sessions is not None)
+    if sessions:
+        at_max = memory.estimate_inference(shape, replace(request, concurrent_sessions=sessions))
+        assert at_max.total_bytes <= capacity.total_bytes
+    beyond = memory.estimate_inference(shape, replace(request, concurrent_sessions=sessions + 1))
+    assert beyond.total_bytes > capacity.total_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=decoder_shapes())
+def test_parameter_terms_add_up_and_active_never_exceeds_total(shape):
+    count = memory.parameter_count(shape)
+    assert sum(term.count for term in count.terms) == count.total
+    assert 0 < count.unquantised < count.total
+    assert count.active <= count.total
+
+
+def test_every_term_an_estimate_produces_has_a_label(llama_3_8b):
+    inference = memory.estimate_inference(llama_3_8b, InferenceRequest(p95_context_tokens=1024, concurrent_sessions=1))
+    names = {term.name for term in inference.terms}
+    for method in ("full", "lora", "qlora"):
+        request = TrainingRequest(sequence_length=1024, method=method, recompute="full")
+        names |= {term.name for term in memory.estimate_training(llama_3_8b, request).terms}
+    assert names <= set(memory.TERM_LABELS)
