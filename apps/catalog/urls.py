@@ -1,6 +1,11 @@
 from django.urls import path
 
-from apps.common import views
+from apps.catalog import views
 
 app_name = "catalog"
-urlpatterns = [path("", views.home, name="list")]
+
+urlpatterns = [
+    path("", views.catalog_list, name="list"),
+    path("<int:pk>/", views.gpu_detail, name="detail"),
+    path("<int:pk>/figures/<str:key>/", views.spec_edit, name="spec-edit"),
+]

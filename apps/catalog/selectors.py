@@ -1,0 +1,92 @@
+"""Reads of the GPU catalog. The catalog is global: every user with a role sees all of it."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import models
+from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext_lazy as _
+
+from apps.catalog.models import GpuModel, GpuSpec, SpecKey
+
+BYTES_PER_MIB = 1024 * 1024
+BYTES_PER_GB = 10**9
+
+
+def gpu_catalog() -> models.QuerySet[GpuModel]:
+    """Every GPU model with all its figures (and who entered them): two queries however long the catalog is."""
+    return GpuModel.objects.prefetch_related(
+        Prefetch("specs", queryset=GpuSpec.objects.select_related("entered_by").order_by("key"))
+    )
+
+
+def gpu_get(*, pk) -> GpuModel:
+    """One GPU model with its figures, or Http404."""
+    return get_object_or_404(gpu_catalog(), pk=pk)
+
+
+class MemoryBasis(models.TextChoices):
+    """Where a usable-memory figure comes from, best first (DESIGN.md, "Memory-fit estimator")."""
+
+    MEASURED = "measured", _("measured by the agent (NVML)")
+    CATALOG_USABLE = "catalog_usable", _("usable memory reported by the driver (catalog)")
+    DATASHEET = "datasheet", _("datasheet GB × 10⁹ bytes (conservative)")
+
+
+@dataclass(frozen=True)
+class UsableMemory:
+    bytes: int
+    basis: MemoryBasis
+    source: str  # the figure's own source: a URL, a description, or what the caller said about the measurement
+    as_of: datetime.date | None
+
+    @property
+    def basis_label(self) -> str:
+        return str(self.basis.label)
+
+    @property
+    def gib(self) -> Decimal:
+        return Decimal(self.bytes) / Decimal(1024**3)
+
+
+def usable_memory_bytes(
+    gpu: GpuModel,
+    *,
+    measured_mib: int | Decimal | None = None,
+    measured_source: str = "",
+    measured_on: datetime.date | None = None,
+) -> UsableMemory | None:
+    """The memory a process can really have on this GPU, labelled with where the figure came from.
+
+    Order: the agent's measured total (NVML, MiB) when the caller has one; else the catalog's usable MiB where
+    recorded (an H200 SXM reports 143,771 MiB); else the datasheet GB × 10⁹ bytes. Datasheet HBM "GB" is never
+    converted to GiB. None when the catalog records neither figure and nothing was measured.
+    """
+    if measured_mib is not None:
+        return UsableMemory(
+            bytes=int(Decimal(measured_mib) * BYTES_PER_MIB),
+            basis=MemoryBasis.MEASURED,
+            source=measured_source,
+            as_of=measured_on,
+        )
+    usable = gpu.spec(SpecKey.USABLE_MIB)
+    if usable is not None:
+        return UsableMemory(
+            bytes=int(usable.value * BYTES_PER_MIB),
+            basis=MemoryBasis.CATALOG_USABLE,
+            source=usable.source,
+            as_of=usable.as_of,
+        )
+    datasheet = gpu.spec(SpecKey.MEMORY_GB)
+    if datasheet is not None:
+        return UsableMemory(
+            bytes=int(datasheet.value * BYTES_PER_GB),
+            basis=MemoryBasis.DATASHEET,
+            source=datasheet.source,
+            as_of=datasheet.as_of,
+        )
+    return None
