@@ -7,6 +7,7 @@ start-up with a message instead of surfacing later as a strange failure.
 from __future__ import annotations
 
 import os
+import zoneinfo
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -74,6 +75,27 @@ def env_choice(name: str, default: str, choices: set[str], environ: Mapping[str,
     value = env_str(name, default, environ)
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(sorted(choices))}, not {value!r}.")
+    return value
+
+
+def env_time_zone(name: str, default: str, environ: Mapping[str, str] | None = None) -> str:
+    """An IANA time zone name such as UTC or Asia/Jakarta."""
+    value = env_str(name, default, environ)
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ImproperlyConfigured(
+            f"{name} must be an IANA time zone such as UTC or Asia/Jakarta, not {value!r}."
+        ) from None
+    return value
+
+
+def env_url(name: str, default: str, schemes: set[str], environ: Mapping[str, str] | None = None) -> str:
+    """A URL whose scheme is one of `schemes` (checked here, so a typo does not surface at the first connection)."""
+    value = env_str(name, default, environ)
+    if "://" not in value or urlsplit(value).scheme not in schemes:
+        allowed = ", ".join(f"{scheme}://" for scheme in sorted(schemes))
+        raise ImproperlyConfigured(f"{name} must start with one of {allowed}, not {value!r}.")
     return value
 
 

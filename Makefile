@@ -1,0 +1,109 @@
+# Dossier: `make run` starts the one-machine setup, `make test` runs the whole suite (see README.md).
+#
+# Both work on a fresh clone: they create .venv with pip (uv and poetry would skip the local CPU torch wheel and
+# download a CUDA build) and reinstall only when a pyproject.toml changed.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+MANAGE := $(BIN)/python manage.py
+
+# Where `make run` listens; the Procfile reads DOSSIER_BIND.
+BIND ?= 127.0.0.1:8000
+# Extra arguments for pytest, e.g. `make test PYTEST_ARGS="tests/test_settings.py -x"`.
+PYTEST_ARGS ?=
+
+# The install stamp is named after a hash of every pyproject.toml it installed, so editing one, or the agent
+# package gaining its pyproject.toml, gives a new name and one reinstall.
+INSTALL_INPUTS := pyproject.toml $(wildcard agents/pyproject.toml)
+INSTALL_HASH := $(shell cat $(INSTALL_INPUTS) | sha256sum | cut -c1-16)
+STAMP := $(VENV)/.dossier-installed-$(INSTALL_HASH)
+# The agent package with its torch and load-generator extras, so its tests run here (torch resolves to the dev pin).
+comma := ,
+AGENT_INSTALL := $(if $(wildcard agents/pyproject.toml),-e "./agents[torch$(comma)load]")
+
+# Root installs system packages directly; anyone else through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: help install run prepare test system-deps lint messages clean-venv
+
+help:
+	@echo "make run       install if needed, migrate, load the GPU catalog, create the first admin, serve http://$(BIND)/"
+	@echo "make test      install what is missing (Chromium, gettext) and run the whole suite (PYTEST_ARGS=...)"
+	@echo "make lint      ruff check"
+	@echo "make messages  update and compile the French and Indonesian catalogs"
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit("Dossier needs Python 3.11 or newer" if sys.version_info < (3, 11) else 0)'
+	$(PYTHON) -m venv $(VENV)
+
+# One pip call resolves both packages together; torch is pinned to exactly 2.13.0 in the dev extra, so pip takes the
+# local CPU wheel for it.
+$(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
+	$(BIN)/python -m pip install --disable-pip-version-check -e ".[dev]" $(AGENT_INSTALL)
+	rm -f $(VENV)/.dossier-installed-*
+	touch $@
+
+install: $(STAMP)
+
+# Everything `make run` does before it starts the processes; safe to repeat.
+prepare: install
+	$(MANAGE) migrate --noinput
+	$(MANAGE) createcachetable
+	$(MANAGE) collectstatic --noinput --verbosity 0
+	$(MANAGE) load_catalog
+	$(MANAGE) ensure_admin
+
+# honcho runs the Procfile with .venv/bin first on PATH. --env /dev/null: honcho would otherwise read .env (the file
+# docker-compose reads) into the servers but not into the preparation steps, which could then use another database.
+run: prepare
+	@echo
+	@echo "Dossier is starting on http://$(BIND)/"
+	@echo "Log in at http://$(BIND)/accounts/login/ as 'admin' (password above when it was just created)."
+	@echo "Stop with Ctrl-C."
+	@echo
+	PATH="$(CURDIR)/$(BIN):$$PATH" DOSSIER_BIND="$(BIND)" exec $(BIN)/honcho start --env /dev/null -f Procfile
+
+# Debian's Chromium for the browser tests (Playwright cannot download a browser here) and gettext's msgfmt for the
+# translation tests; installed only when absent.
+system-deps:
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v msgfmt >/dev/null || missing="$$missing gettext"; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing$$missing with apt-get"; \
+		$(APT_GET) update; \
+		$(APT_GET) install -y $$missing; \
+	fi
+
+test: install system-deps
+	@status=0; $(BIN)/pytest $(PYTEST_ARGS) || status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (PYTEST_ARGS='$(PYTEST_ARGS)')" >&2; fi; \
+	exit $$status
+
+lint: install
+	$(BIN)/ruff check .
+
+# makemessages in every app that keeps catalogs, and in the project's locale/ (excluding the apps' own strings);
+# then compile every catalog.
+messages: install
+	@for locale_dir in apps/*/locale; do \
+		[ -d "$$locale_dir" ] || continue; \
+		app_dir=$$(dirname "$$locale_dir"); \
+		echo "makemessages in $$app_dir"; \
+		(cd "$$app_dir" && env -u DJANGO_SETTINGS_MODULE "$(CURDIR)/$(BIN)/django-admin" makemessages -l fr -l id); \
+	done
+	@if [ -d locale ]; then \
+		echo "makemessages in the project"; \
+		$(BIN)/django-admin makemessages -l fr -l id \
+			-i apps -i agents -i bench -i var -i tests -i docs -i staticfiles; \
+	fi
+	$(BIN)/django-admin compilemessages -i .venv -i var -i node_modules
+
+clean-venv:
+	rm -rf $(VENV)
