@@ -1,0 +1,125 @@
+"""The memory-fit proxies (agent package) hold what the estimator (apps/workloads/memory.py) counts: parameters per
+architecture, quantised weight bytes, LoRA adapters and KV-cache bytes. Built on torch's meta device: real shapes,
+no memory."""
+
+import pytest
+import torch
+from dossier_agent.proxies.build import ProxyPlan, adapter_parameters, build_proxy
+from dossier_agent.proxies.shape import DiffusionGeometry, ProxyShape, lora_parameters
+from dossier_agent.proxies.weights import ScaledStore, logical_parameters, storage_bytes
+
+from apps.workloads import memory
+
+LLAMA_2_7B = {  # multi-head attention
+    "num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "ffn_size": 11008, "vocab_size": 32000,
+}
+LLAMA_3_8B = {  # grouped-query attention, 8 KV heads
+    "num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_kv_heads": 8, "ffn_size": 14336,
+    "vocab_size": 128256,
+}
+MIXTRAL_8X7B = {
+    "architecture": "moe", "num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_kv_heads": 8,
+    "ffn_size": 14336, "vocab_size": 32000, "num_experts": 8, "num_experts_per_token": 2,
+}
+SHARED_EXPERT_MOE = {  # Qwen-MoE / DeepSeek style: shared experts, a leading dense layer, q/k/v biases
+    "architecture": "moe", "num_layers": 6, "hidden_size": 512, "num_attention_heads": 8, "num_kv_heads": 2,
+    "ffn_size": 1408, "expert_ffn_size": 256, "vocab_size": 4096, "num_experts": 16, "num_experts_per_token": 4,
+    "num_shared_experts": 2, "shared_expert_ffn_size": 384, "first_dense_layers": 1, "qkv_bias": True,
+    "tied_embeddings": True,
+}
+BERT_BASE = {
+    "architecture": "encoder", "num_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "ffn_size": 3072,
+    "vocab_size": 30522, "position_embeddings": 512, "token_type_vocab_size": 2, "pooler": True,
+}
+DIT_XL_2 = {"architecture": "diffusion", "num_layers": 28, "hidden_size": 1152, "num_attention_heads": 16,
+            "ffn_size": 4608}
+# DiT-XL/2 on 256×256 images: 32×32 latents in patches of 2 = 256 tokens, learned σ (8 output channels), 1000 classes.
+DIT_XL_2_GEOMETRY = DiffusionGeometry(patch_size=2, in_channels=4, out_channels=8, num_classes=1000)
+DIT_XL_2_PUBLISHED_PARAMETERS = 675_129_632  # facebookresearch/DiT models.py, counted by PyTorch
+
+
+def _proxy_parameters(model: dict, **plan) -> int:
+    proxy = build_proxy(ProxyPlan(shape=ProxyShape.from_spec(model), device="meta", **plan), "meta")
+    return sum(parameter.numel() for parameter in proxy.parameters())
+
+
+def test_dense_multi_head_proxy_has_the_estimators_parameter_count():
+    expected = memory.parameter_count(memory.ModelShape(**LLAMA_2_7B)).total
+    assert expected == 6_738_415_616  # Llama-2-7B
+    assert _proxy_parameters(LLAMA_2_7B) == expected
+
+
+def test_gqa_proxy_has_the_estimators_parameter_count():
+    expected = memory.parameter_count(memory.ModelShape(**LLAMA_3_8B)).total
+    assert expected == 8_030_261_248  # Llama-3-8B
+    assert _proxy_parameters(LLAMA_3_8B) == expected
+
+
+@pytest.mark.parametrize("model", [MIXTRAL_8X7B, SHARED_EXPERT_MOE], ids=["mixtral-8x7b", "shared-experts"])
+def test_moe_proxy_has_the_estimators_parameter_count(model):
+    count = memory.parameter_count(memory.ModelShape(**model))
+    assert _proxy_parameters(model) == count.total
+    if model is MIXTRAL_8X7B:
+        assert count.total == 46_702_792_704
+
+
+def test_encoder_proxy_has_the_estimators_parameter_count():
+    expected = memory.parameter_count(memory.ModelShape(**BERT_BASE)).total
+    assert expected == 109_482_240  # bert-base-uncased
+    assert _proxy_parameters(BERT_BASE) == expected
+
+
+def test_diffusion_proxy_holds_the_stated_count_the_estimator_uses():
+    stated = 2_000_000_000
+    shape = memory.ModelShape(**DIT_XL_2, params=stated)
+    params, _, origin = memory.effective_parameters(shape)
+    assert (params, origin) == (stated, "stated")  # the estimator has no formula for diffusion: it takes the count
+    assert _proxy_parameters({**DIT_XL_2, "params": stated}, geometry=DIT_XL_2_GEOMETRY, tokens=256) == params
+    # Without a stated count the proxy is a plain DiT: DiT-XL/2 has its published parameter count.
+    assert _proxy_parameters(DIT_XL_2, geometry=DIT_XL_2_GEOMETRY, tokens=256) == DIT_XL_2_PUBLISHED_PARAMETERS
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "fp32", "int4", "nf4", "fp8", "int8"])
+def test_proxy_weight_bytes_equal_the_estimators_weights_term(precision):
+    proxy = build_proxy(ProxyPlan(shape=ProxyShape.from_spec({**LLAMA_3_8B, "precision": precision}),
+                                  device="meta"), "meta")
+    expected = memory.weights_term(memory.ModelShape(**LLAMA_3_8B, precision=precision)).size_bytes
+    assert logical_parameters(proxy) == 8_030_261_248
+    # fp8 and int8 keep one fp32 scale per matrix, which the estimator leaves out (4 bytes × 224 matrices).
+    scales = 4 * sum(1 for module in proxy.modules() if isinstance(module, ScaledStore))
+    assert storage_bytes(proxy) == expected + scales
+
+
+def test_qlora_base_bytes_equal_the_estimators_frozen_base_term():
+    request = memory.TrainingRequest(sequence_length=2048, method="qlora", lora_rank=16)
+    breakdown = memory.estimate_training(memory.ModelShape(**LLAMA_3_8B), request)
+    plan = ProxyPlan(shape=ProxyShape.from_spec(LLAMA_3_8B), device="meta", workload="training", method="qlora",
+                     lora_rank=16)
+    proxy = build_proxy(plan, "meta", build_adapters=False)
+    assert storage_bytes(proxy) == breakdown.term("frozen_base_weights").size_bytes
+
+
+@pytest.mark.parametrize("model", [LLAMA_3_8B, SHARED_EXPERT_MOE], ids=["gqa", "shared-experts"])
+def test_lora_adapters_have_the_estimators_trainable_count(model):
+    expected = memory.lora_trainable_parameters(memory.ModelShape(**model), 16)
+    plan = ProxyPlan(shape=ProxyShape.from_spec(model), device="meta", workload="training", method="lora",
+                     lora_rank=16)
+    assert adapter_parameters(build_proxy(plan, "meta")) == expected
+    assert lora_parameters(ProxyShape.from_spec(model), 16) == expected
+
+
+@pytest.mark.parametrize(
+    ("model", "context"),
+    [
+        (LLAMA_3_8B, 8192),
+        (LLAMA_3_8B, 1000),
+        ({**LLAMA_3_8B, "sliding_window": 512, "sliding_window_layers": 16}, 3000),
+    ],
+    ids=["8k", "unaligned", "sliding-window"],
+)
+def test_kv_cache_bytes_per_request_equal_the_estimators(model, context):
+    expected = memory.kv_cache_bytes_per_request(memory.ModelShape(**model), context)
+    proxy = build_proxy(ProxyPlan(shape=ProxyShape.from_spec(model), device="meta"), "meta")
+    cache = proxy.allocate_cache(3, context, 16, torch.bfloat16)
+    assert cache.nbytes == 3 * expected
+    assert ProxyShape.from_spec(model).kv_cache_bytes_per_request(context, "bf16") == expected
