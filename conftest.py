@@ -4,14 +4,26 @@ import pytest
 
 from tests.factories import TeamFactory, UserFactory
 
+# With CI=true, a skip whose reason is not on the allow-list fails the run.
+pytest_plugins = ["tests.skip_allowlist"]
+
 
 @pytest.fixture(autouse=True)
-def _plain_static_storage(settings):
+def _fast_password_hasher(settings):
+    # The default PBKDF2 hasher costs about a second per login on this machine; tests need no strength.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_storage(settings, tmp_path):
     # The manifest storage needs collectstatic; tests serve static files straight from the finders.
-    settings.STORAGES = {
+    # Uploaded quote documents go to the test's own folder, never to var/.
+    settings.MEDIA_ROOT = tmp_path / "media"
+    storages = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+    settings.STORAGES = storages
 
 
 @pytest.fixture

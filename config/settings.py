@@ -6,17 +6,22 @@ Production sets DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis), see doc
 
 from __future__ import annotations
 
+import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from django.utils.translation import gettext_lazy as _
 
 from apps.common.env import (
     env_bool,
+    env_choice,
     env_int,
     env_list,
     env_secret,
     env_str,
+    env_time_zone,
+    env_url,
     parse_database_url,
 )
 
@@ -61,6 +66,8 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.audit",
     "apps.catalog",
+    "apps.workloads",
+    "apps.quotes",
 ]
 
 MIDDLEWARE = [
@@ -105,6 +112,10 @@ DATABASES = {"default": parse_database_url("DATABASE_URL", DATABASE_URL)}
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Tests on SQLite use a file, not memory, so the end-to-end tests' Celery worker (another process) can open the
+    # live test server's database. One file per test run (the process id) in the system's temporary folder.
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"dossier-test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The database cache is shared by the web server and the worker on both databases (worker heartbeat, throttles).
@@ -129,11 +140,12 @@ LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("fr", _("French")), ("id", _("Indonesian"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_I18N = True
-TIME_ZONE = env_str("DOSSIER_TIME_ZONE", "UTC")
+TIME_ZONE = env_time_zone("DOSSIER_TIME_ZONE", "UTC")
 USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("DOSSIER_STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+
 
 def _plotly_js_folder() -> str:
     """plotly.min.js ships inside the plotly package: serve that copy (no CDN, no second copy in the repo)."""
@@ -148,6 +160,11 @@ MEDIA_URL = "media/"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    # Raw benchmark data uploaded by agents, content-addressed; object storage by naming another backend.
+    "artifacts": {
+        "BACKEND": env_str("DOSSIER_ARTIFACT_STORAGE_BACKEND", "django.core.files.storage.FileSystemStorage"),
+        "OPTIONS": {"location": str(MEDIA_ROOT / "artifacts")},
+    },
 }
 WHITENOISE_USE_FINDERS = True
 
@@ -190,12 +207,32 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["apps.accounts.permissions.HasAnyRole"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Swagger UI would otherwise send the schema URL to validator.swagger.io for a badge: no calls out at run time.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# Agents and benchmark jobs (docs/agent-protocol.md): versions, intervals, leases, limits, retention.
+DOSSIER_MIN_AGENT_VERSION = env_str("DOSSIER_MIN_AGENT_VERSION", "0.1.0")
+DOSSIER_AGENT_HEARTBEAT_INTERVAL_S = env_int("DOSSIER_AGENT_HEARTBEAT_INTERVAL_S", 30, minimum=1)
+DOSSIER_AGENT_CLAIM_INTERVAL_S = env_int("DOSSIER_AGENT_CLAIM_INTERVAL_S", 10, minimum=1)
+DOSSIER_AGENT_OFFLINE_AFTER_S = env_int("DOSSIER_AGENT_OFFLINE_AFTER_S", 90, minimum=2)
+DOSSIER_JOB_CLAIM_LEASE_S = env_int("DOSSIER_JOB_CLAIM_LEASE_S", 60, minimum=2)
+DOSSIER_JOB_LEASE_TTL_S = env_int("DOSSIER_JOB_LEASE_TTL_S", 90, minimum=2)
+DOSSIER_JOB_LEASE_RENEW_S = env_int("DOSSIER_JOB_LEASE_RENEW_S", 30, minimum=1)
+DOSSIER_JOB_MAX_ATTEMPTS = env_int("DOSSIER_JOB_MAX_ATTEMPTS", 3, minimum=1, maximum=20)
+DOSSIER_AGENT_MAX_BODY_BYTES = env_int("DOSSIER_AGENT_MAX_BODY_BYTES", 1024 * 1024, minimum=64 * 1024)
+DOSSIER_AGENT_MAX_EVENTS_PER_BATCH = env_int("DOSSIER_AGENT_MAX_EVENTS_PER_BATCH", 500, minimum=1)
+DOSSIER_ARTIFACT_MAX_BYTES = env_int("DOSSIER_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
+DOSSIER_JOB_ARTIFACT_MAX_BYTES = env_int("DOSSIER_JOB_ARTIFACT_MAX_BYTES", 2 * 1024 * 1024 * 1024, minimum=1)
+DOSSIER_ARTIFACT_RETENTION_DAYS = env_int("DOSSIER_ARTIFACT_RETENTION_DAYS", 365, minimum=0)  # 0: keep forever
+DOSSIER_REAPER_INTERVAL_S = env_int("DOSSIER_REAPER_INTERVAL_S", 15, minimum=1)
+DOSSIER_REDRIVE_INTERVAL_S = env_int("DOSSIER_REDRIVE_INTERVAL_S", 60, minimum=1)
+DOSSIER_REDRIVE_AFTER_S = env_int("DOSSIER_REDRIVE_AFTER_S", 60, minimum=0)
+
 # Celery: the database is the source of truth, the queue only carries nudges (DESIGN.md, "Celery").
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", "filesystem://", {"filesystem", "redis", "rediss"})
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
@@ -225,13 +262,15 @@ WORKER_HEARTBEAT_MAX_AGE_SECONDS = env_int("DOSSIER_WORKER_HEARTBEAT_MAX_AGE_SEC
 # Periodic tasks; each app adds its own entry here (one place to read the whole schedule).
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "common.worker_heartbeat", "schedule": WORKER_HEARTBEAT_SECONDS},
+    "flag-stale-prices": {"task": "quotes.flag_stale_prices", "schedule": 3600},
 }
 
+LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", LOG_LEVELS)},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }

@@ -8,6 +8,8 @@ from apps.common import views as common_views
 
 api_v1 = [
     path("catalog/", include("apps.catalog.api.urls")),
+    path("workloads/", include("apps.workloads.api.urls")),
+    path("quotes/", include("apps.quotes.api.urls")),
 ]
 
 urlpatterns = [
@@ -17,6 +19,8 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("catalog/", include("apps.catalog.urls")),
+    path("workloads/", include("apps.workloads.urls")),
+    path("quotes/", include("apps.quotes.urls")),
     path("audit/", include("apps.audit.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -1,5 +1,6 @@
 """DRF permission classes that follow docs/permissions.md."""
 
+from django.utils.translation import gettext_lazy as _
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from apps.accounts.roles import Role, has_role
@@ -8,7 +9,7 @@ from apps.accounts.roles import Role, has_role
 class HasAnyRole(BasePermission):
     """The default for every user API: signed in and holding at least one role."""
 
-    message = "You need a Dossier role (platform, finance, product or admin) to use this API."
+    message = _("You need a Dossier role (platform, finance, product or admin) to use this API.")
 
     def has_permission(self, request, view) -> bool:
         return bool(request.user and request.user.is_authenticated and has_role(request.user))
@@ -17,7 +18,7 @@ class HasAnyRole(BasePermission):
 class ReadAnyRoleWritePlatform(HasAnyRole):
     """Anyone with a role reads; platform and admin write (finance and product only read evidence)."""
 
-    message = "Only the platform and admin roles may change this."
+    message = _("Only the platform and admin roles may change this.")
 
     def has_permission(self, request, view) -> bool:
         if not super().has_permission(request, view):
@@ -28,7 +29,7 @@ class ReadAnyRoleWritePlatform(HasAnyRole):
 class ReadAnyRoleWriteAdmin(HasAnyRole):
     """Anyone with a role reads; only admins write (the GPU catalog, teams)."""
 
-    message = "Only admins may change this."
+    message = _("Only admins may change this.")
 
     def has_permission(self, request, view) -> bool:
         if not super().has_permission(request, view):

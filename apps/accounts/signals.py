@@ -1,0 +1,49 @@
+"""Keep the role groups and the admin role's model permissions in place after every migration (docs/permissions.md).
+
+Migration 0002 creates the groups; this also restores them after a database flush, and grants the `admin` group the
+model permissions the Django admin site checks, once each app's permissions exist (they are created by
+django.contrib.auth on post_migrate too, app by app).
+"""
+
+from django.apps import apps as global_apps
+from django.db.models import Q
+
+from apps.accounts.roles import Role
+
+#: What the admin role manages in the admin site: people, teams, the GPU catalog and agent pools (None: every
+#: model of the app). Team-owned evidence is not listed: the admin site does not filter by team.
+ADMIN_ROLE_MODELS: dict[str, set[str] | None] = {
+    "auth": {"user", "group"},
+    "authtoken": {"token", "tokenproxy"},
+    "accounts": None,
+    "catalog": None,
+    "fleet": {"agentpool"},
+}
+#: Models the admin role may read there but never change (the change log is append-only).
+ADMIN_ROLE_READ_ONLY: dict[str, set[str] | None] = {"audit": None}
+
+
+def _permission_filter() -> Q:
+    wanted = Q(pk__in=[])
+    for app_label, models in ADMIN_ROLE_MODELS.items():
+        scope = Q(content_type__app_label=app_label)
+        wanted |= scope if models is None else scope & Q(content_type__model__in=models)
+    for app_label, models in ADMIN_ROLE_READ_ONLY.items():
+        scope = Q(content_type__app_label=app_label, codename__startswith="view_")
+        wanted |= scope if models is None else scope & Q(content_type__model__in=models)
+    return wanted
+
+
+def ensure_role_groups(*, apps=global_apps, using: str = "default", **kwargs) -> None:
+    """post_migrate receiver: every role group exists, and the admin group holds its permissions.
+
+    `migrate` passes the migration state's app registry; `flush` passes none (the installed apps are used then).
+    """
+    try:
+        group_model = apps.get_model("auth", "Group")
+        permission_model = apps.get_model("auth", "Permission")
+    except LookupError:  # auth not migrated yet
+        return
+    groups = {role: group_model.objects.using(using).get_or_create(name=role)[0] for role in Role.values}
+    permissions = permission_model.objects.using(using).filter(_permission_filter())
+    groups[Role.ADMIN].permissions.add(*permissions)

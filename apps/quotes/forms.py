@@ -1,0 +1,295 @@
+"""Browser forms of the quotes app. They only collect and type-check input; the services hold the rules."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from apps.catalog.models import GpuModel
+from apps.quotes.models import (
+    AnswerStatus,
+    Candidate,
+    ChecklistQuestion,
+    CostLine,
+    ExchangeRate,
+    PriceComponent,
+    PriceVersion,
+    Quote,
+    QuoteDocument,
+    Vendor,
+)
+from apps.quotes.services import QUOTE_TERM_FIELDS
+from apps.workloads.models import WorkloadSummary
+
+DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
+
+
+def add_service_errors(form: forms.Form, error: ValidationError) -> None:
+    """Put a service's ValidationError on the form: on the named fields it has, the rest on the form itself."""
+    if hasattr(error, "error_dict"):
+        for field, messages in error.message_dict.items():
+            target = field if field in form.fields else None
+            for message in messages:
+                form.add_error(target, message)
+    else:
+        for message in error.messages:
+            form.add_error(None, message)
+
+
+def mark_data_choices(form: forms.BaseForm, *names: str) -> None:
+    """Choices that are data (vendor names, GPU names, currency codes) are not translated: translate="no"."""
+    for name in names:
+        form.fields[name].widget.attrs["translate"] = "no"
+
+
+class DateInput(forms.DateInput):
+    input_type = "date"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs=attrs, format="%Y-%m-%d")
+
+
+class DateTimeLocalInput(forms.DateTimeInput):
+    input_type = "datetime-local"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs=attrs, format=DATETIME_LOCAL)
+
+
+class ServiceModelForm(forms.ModelForm):
+    """A ModelForm used for its fields only: a service builds, validates (full_clean) and saves the instance."""
+
+    def _post_clean(self):
+        # ModelForm would build and full_clean() an instance here; the service does that once, with its own rules.
+        return
+
+
+class VendorForm(ServiceModelForm):
+    website = forms.URLField(label=_("website"), max_length=500, required=False, assume_scheme="https")
+
+    class Meta:
+        model = Vendor
+        fields = ["name", "website", "contact", "notes"]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
+
+
+#: The quote form's fieldsets, in order: (legend, field names).
+QUOTE_FIELDSETS = [
+    (_("Offer"), ["vendor", "title", "vendor_reference", "sku", "region", "zone"]),
+    (
+        _("Hardware and topology"),
+        [
+            "gpu",
+            "served_model",
+            "form_factor",
+            "gpu_memory_gb",
+            "gpus_per_node",
+            "node_count",
+            "vcpus_per_node",
+            "ram_gb_per_node",
+            "local_nvme_tb_per_node",
+            "interconnect_intra_node",
+            "interconnect_inter_node",
+            "storage_bandwidth",
+            "network_bandwidth",
+            "placement",
+        ],
+    ),
+    (
+        _("Commercial terms"),
+        [
+            "commercial_model",
+            "price_unit",
+            "currency",
+            "billing_granularity_seconds",
+            "term_months",
+            "committed_hours_per_month",
+            "payment_option",
+            "cancellation_terms",
+            "support_tier",
+            "spot_preemption_rate_per_hour",
+            "spot_preemption_source",
+        ],
+    ),
+    (
+        _("Owning (purchase quotes)"),
+        ["amortisation_months", "amortisation_source", "power_kw_per_node", "power_source", "pue", "pue_source"],
+    ),
+    (_("Notes"), ["notes"]),
+]
+
+
+class QuoteForm(ServiceModelForm):
+    class Meta:
+        model = Quote
+        fields = list(QUOTE_TERM_FIELDS)
+        widgets = {
+            "placement": forms.Textarea(attrs={"rows": 2}),
+            "cancellation_terms": forms.Textarea(attrs={"rows": 2}),
+            "notes": forms.Textarea(attrs={"rows": 3}),
+        }
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["vendor"].queryset = Vendor.objects.for_team(team)
+        self.fields["gpu"].queryset = GpuModel.objects.all()
+        self.fields["currency"].initial = team.reporting_currency
+        mark_data_choices(self, "vendor", "gpu", "currency")
+
+    def fieldsets(self):
+        return [(legend, [self[name] for name in names]) for legend, names in QUOTE_FIELDSETS]
+
+
+class PriceVersionForm(ServiceModelForm):
+    class Meta:
+        model = PriceVersion
+        fields = [
+            "component",
+            "amount",
+            "currency",
+            "source_kind",
+            "source_reference",
+            "document",
+            "observed_at",
+            "valid_until",
+            "note",
+        ]
+        widgets = {"observed_at": DateTimeLocalInput(), "valid_until": DateInput()}
+
+    def __init__(self, *args, quote: Quote, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["document"].queryset = QuoteDocument.objects.filter(quote=quote)
+        self.fields["currency"].initial = quote.currency
+        self.fields["currency"].required = False
+        self.fields["observed_at"].initial = timezone.localtime().replace(second=0, microsecond=0)
+        self.fields["observed_at"].input_formats = [DATETIME_LOCAL, "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
+        mark_data_choices(self, "currency", "document")
+        self.fields["component"].choices = [
+            (value, label) for value, label in PriceComponent.choices if value in applicable_components(quote)
+        ]
+
+
+def applicable_components(quote: Quote) -> list[str]:
+    """The priced items that make sense for this kind of quote."""
+    if quote.is_purchase:
+        return [
+            PriceComponent.LIST_PRICE,
+            PriceComponent.CONTRACTED_PRICE,
+            PriceComponent.SPARES_PER_NODE,
+            PriceComponent.MAINTENANCE_PER_NODE_YEAR,
+            PriceComponent.ENERGY_PER_KWH,
+            PriceComponent.COLOCATION_PER_KW_MONTH,
+        ]
+    base = [PriceComponent.LIST_PRICE, PriceComponent.CONTRACTED_PRICE]
+    if quote.price_unit == "million_tokens":
+        base = [PriceComponent.INPUT_TOKENS, PriceComponent.OUTPUT_TOKENS]
+    return [*base, PriceComponent.OVERAGE_RATE, PriceComponent.MINIMUM_COMMITMENT]
+
+
+class CostLineForm(ServiceModelForm):
+    class Meta:
+        model = CostLine
+        fields = [
+            "kind",
+            "candidate",
+            "description",
+            "quantity",
+            "unit",
+            "rate",
+            "currency",
+            "period",
+            "source_reference",
+            "observed_at",
+            "estimate_reason",
+        ]
+        widgets = {"observed_at": DateTimeLocalInput()}
+
+    def __init__(self, *args, quote: Quote, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["candidate"].queryset = Candidate.objects.filter(quote=quote)
+        self.fields["currency"].initial = quote.currency
+        self.fields["currency"].required = False
+        self.fields["observed_at"].input_formats = [DATETIME_LOCAL, "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
+        self.fields["estimate_reason"].help_text = _("For an estimate (no source): why this figure.")
+        mark_data_choices(self, "candidate", "currency")
+
+    def service_values(self) -> dict:
+        values = dict(self.cleaned_data)
+        if not values.get("currency"):
+            values.pop("currency", None)
+        return values
+
+
+class DocumentForm(forms.Form):
+    file = forms.FileField(label=_("File"), help_text=_("PDF, XLSX, CSV or EML."))
+    description = forms.CharField(label=_("Description"), max_length=300, required=False)
+
+
+class AnswerForm(forms.Form):
+    """One checklist question's answer; the form's prefix is the question's code."""
+
+    status = forms.ChoiceField(
+        label=_("Status"),
+        choices=[("", _("Not answered yet")), *AnswerStatus.choices],
+        required=False,
+    )
+    value = forms.CharField(label=_("Answer"), widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    evidence = forms.CharField(label=_("Evidence"), max_length=500, required=False)
+    evidence_document = forms.ModelChoiceField(
+        label=_("Evidence document"), queryset=QuoteDocument.objects.none(), required=False
+    )
+
+    def __init__(self, *args, question: ChecklistQuestion, quote: Quote, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.question = question
+        self.fields["evidence_document"].queryset = QuoteDocument.objects.filter(quote=quote)
+        mark_data_choices(self, "evidence_document")
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("status") == AnswerStatus.ANSWERED and not (cleaned.get("value") or "").strip():
+            self.add_error("value", _("Write the answer, or mark it not provided or not applicable."))
+        return cleaned
+
+
+class ExchangeRateForm(ServiceModelForm):
+    class Meta:
+        model = ExchangeRate
+        fields = ["from_currency", "to_currency", "rate", "source", "as_of"]
+        widgets = {"as_of": DateInput()}
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["to_currency"].initial = team.reporting_currency
+        mark_data_choices(self, "from_currency", "to_currency")
+
+
+class CandidateForm(ServiceModelForm):
+    class Meta:
+        model = Candidate
+        fields = [
+            "quote",
+            "workload_summary",
+            "label",
+            "expected_retry_rate",
+            "retry_rate_source",
+            "quality_acceptance",
+            "quality_acceptance_source",
+            "spot_rework_hours",
+            "spot_rework_source",
+            "notes",
+        ]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["quote"].queryset = Quote.objects.for_team(team).select_related("vendor")
+        self.fields["workload_summary"].queryset = WorkloadSummary.objects.for_team(team).ready()
+        self.fields["label"].required = False
+        mark_data_choices(self, "quote", "workload_summary")
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(label=_("Spreadsheet"), help_text=_("CSV (UTF-8) or XLSX, with the template's columns."))

@@ -1,0 +1,85 @@
+"""The checklist page saves section by section (htmx), shows progress, and names the answers the policy still needs."""
+
+from django.urls import reverse
+
+from apps.quotes.models import ChecklistAnswer, ChecklistQuestion
+
+
+def section_data(group, answers):
+    """POST data for one section: {code: (status, value, evidence)}; other questions of the section stay empty."""
+    data = {}
+    for question in ChecklistQuestion.objects.filter(group=group):
+        status, value, evidence = answers.get(question.code, ("", "", ""))
+        data[f"{question.code}-status"] = status
+        data[f"{question.code}-value"] = value
+        data[f"{question.code}-evidence"] = evidence
+    return data
+
+
+def test_the_checklist_page_lists_the_four_groups_and_the_missing_answers(client_for, priced_quote, platform_user):
+    html = client_for(platform_user).get(reverse("quotes:quote-checklist", args=[priced_quote.pk])).content.decode()
+    for group in ("hardware", "software", "commercial", "security"):
+        assert f'id="section-{group}"' in html
+    assert "0 of 20 questions answered" in html
+    assert "This quote cannot back a candidate yet." in html
+    assert ChecklistQuestion.objects.get(code="idle-capacity-billing").text_en in html
+
+
+def test_an_htmx_save_returns_the_section_and_the_new_progress(client_for, priced_quote, platform_user):
+    url = reverse("quotes:checklist-section", args=[priced_quote.pk, "hardware"])
+    response = client_for(platform_user).post(
+        url,
+        section_data("hardware", {
+            "gpu-model-memory-node": ("answered", "8× H200 SXM 141 GB, HGX board", "quote.pdf p. 1"),
+            "interconnect": ("not_provided", "", ""),
+            "placement": ("not_applicable", "", ""),
+        }),
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section class="checklist-section card" id="section-hardware">')
+    assert 'id="checklist-progress" hx-swap-oob="true"' in html
+    assert "3 of 20 questions answered" in html
+    assert "Saved." in html
+    answers = {answer.question.code: answer.status for answer in ChecklistAnswer.objects.filter(quote=priced_quote)}
+    assert answers == {"gpu-model-memory-node": "answered", "interconnect": "not_provided",
+                       "placement": "not_applicable"}
+
+
+def test_an_answer_without_its_value_is_refused_and_nothing_of_the_section_is_saved(
+    client_for, priced_quote, platform_user
+):
+    url = reverse("quotes:checklist-section", args=[priced_quote.pk, "software"])
+    response = client_for(platform_user).post(
+        url,
+        section_data("software", {"software-versions": ("answered", "", ""), "access-model": ("answered", "K8s", "")}),
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200
+    assert "Write the answer, or mark it not provided or not applicable." in response.content.decode()
+    assert not ChecklistAnswer.objects.exists()
+
+
+def test_without_javascript_a_section_save_redirects_back(client_for, priced_quote, platform_user):
+    url = reverse("quotes:checklist-section", args=[priced_quote.pk, "commercial"])
+    response = client_for(platform_user).post(
+        url, section_data("commercial", {"commercial-model": ("answered", "On-demand, per second", "")})
+    )
+    assert response.status_code == 302
+    assert response["Location"].endswith("#section-commercial")
+
+
+def test_finance_sees_the_answers_read_only(client_for, priced_quote, platform_user, finance_user):
+    client_for(platform_user).post(
+        reverse("quotes:checklist-section", args=[priced_quote.pk, "hardware"]),
+        section_data("hardware", {"interconnect": ("answered", "NVLink 4 / NDR 400", "")}),
+    )
+    html = client_for(finance_user).get(reverse("quotes:quote-checklist", args=[priced_quote.pk])).content.decode()
+    assert "NVLink 4 / NDR 400" in html
+    assert "hx-post" not in html
+
+
+def test_an_unknown_section_is_404(client_for, priced_quote, platform_user):
+    response = client_for(platform_user).get(reverse("quotes:checklist-section", args=[priced_quote.pk, "nope"]))
+    assert response.status_code == 404

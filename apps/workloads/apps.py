@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class WorkloadsConfig(AppConfig):
+    name = "apps.workloads"
+    label = "workloads"
+    verbose_name = _("Workloads")

@@ -1,0 +1,131 @@
+"""The guide's tables as data: codes in step with the models, every text in English, French and Indonesian."""
+
+import pytest
+
+from apps.workloads import readiness, rules
+from apps.workloads.models import (
+    ChangeCadence,
+    DecisionMetric,
+    OperatingBoundary,
+    OperatingMode,
+    Tool,
+    WorkloadSummary,
+    WorkloadType,
+)
+
+
+def all_texts():
+    for requirement in rules.READINESS:
+        yield f"readiness {requirement.code}", requirement.why
+    for code, texts in rules.METRICS.items():
+        yield f"metric {code}", texts
+    for family in rules.GPU_FAMILIES:
+        for name in ("role", "best_fit", "watch"):
+            yield f"family {family.code} {name}", getattr(family, name)
+    for row in rules.QUICK_ANSWERS:
+        for name in ("workload", "prioritises", "directions", "watch"):
+            yield f"quick answer {row.code} {name}", getattr(row, name)
+    for code, texts in rules.NEED_TEXTS.items():
+        yield f"need {code}", texts
+    for rule in rules.CAPACITY_RULES:
+        yield f"capacity {rule.code} situation", rule.situation
+        yield f"capacity {rule.code} starting point", rule.starting_point
+
+
+@pytest.mark.parametrize(
+    ("where", "texts"), list(all_texts()), ids=lambda value: value if isinstance(value, str) else ""
+)
+def test_every_rule_text_is_written_in_english_french_and_indonesian(where, texts):
+    assert set(texts) == set(rules.LANGUAGES), where
+    assert all(texts[language].strip() for language in rules.LANGUAGES), where
+    assert texts["fr"] != texts["en"] and texts["id"] != texts["en"], f"{where}: a translation is a copy"
+
+
+def test_workload_types_of_the_rules_are_the_model_choices():
+    assert set(rules.WORKLOAD_TYPES) == set(WorkloadType.values)
+    assert set(rules.ESTIMATE_KIND) == set(WorkloadType.values)
+    assert set(rules.PROPOSED_METRIC) == set(WorkloadType.values)
+    assert set(rules.QUICK_ANSWER_FOR_TYPE) == set(WorkloadType.values)
+
+
+def test_every_step_2_metric_is_a_model_choice_and_every_proposal_a_step_2_row():
+    assert set(rules.METRICS) == set(DecisionMetric.values)
+    assert set(rules.PROPOSED_METRIC.values()) <= set(rules.METRICS)
+
+
+def test_readiness_names_only_summary_fields_and_known_checks():
+    field_names = {field.name for field in WorkloadSummary._meta.get_fields()}
+    for requirement in rules.READINESS:
+        assert set(requirement.fields) <= field_names, requirement.code
+        assert requirement.applies_to <= rules.ALL, requirement.code
+        assert requirement.check == "present" or requirement.check in readiness.CHECKS, requirement.code
+
+
+def test_quick_answers_name_cheat_sheet_rows_and_known_needs():
+    for row in rules.QUICK_ANSWERS:
+        assert set(row.families) <= set(rules.GPU_FAMILIES_BY_CODE), row.code
+        assert row.need in rules.NEEDS, row.code
+    assert set(rules.QUICK_ANSWER_FOR_TYPE.values()) <= set(rules.QUICK_ANSWERS_BY_CODE)
+
+
+def test_capacity_rules_test_fields_with_their_real_values():
+    values = {
+        "workload_type": set(WorkloadType.values),
+        "operating_mode": set(OperatingMode.values),
+        "operating_boundary": set(OperatingBoundary.values),
+        "model_change_cadence": set(ChangeCadence.values),
+        "tools": set(Tool.values),
+    }
+    for rule in rules.CAPACITY_RULES:
+        for condition in rule.conditions:
+            for name, accepted in condition.items():
+                assert set(accepted) <= values[name], (rule.code, name)
+
+
+@pytest.mark.parametrize(
+    ("gpu_name", "family"),
+    [
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H100", "h100"),
+        ("NVIDIA B200", "b200"),
+        ("NVIDIA GB200", "gb200"),
+        ("NVIDIA A100", "a100"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA RTX 4090", "rtx"),
+        ("NVIDIA RTX PRO 6000 Blackwell", "rtx"),
+        ("AMD MI300X", None),
+    ],
+)
+def test_catalog_gpus_map_to_their_cheat_sheet_row(gpu_name, family):
+    found = rules.family_of(gpu_name)
+    assert (found.code if found else None) == family
+
+
+def test_pick_falls_back_to_english_for_a_language_without_a_text():
+    texts = {"en": "Weights", "fr": "Poids", "id": "Bobot"}
+    assert rules.pick(texts, "fr-ca") == "Poids"
+    assert rules.pick(texts, "id") == "Bobot"
+    assert rules.pick(texts, "de") == "Weights"
+    assert rules.pick(texts, None) == "Weights"
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"workload_type": "training", "operating_mode": "scheduled_batch"}, {"multi_node_training"}),
+        ({"workload_type": "evaluation", "operating_mode": "seasonal_burst"}, {"irregular_experiments"}),
+        (
+            {"workload_type": "realtime_inference", "operating_mode": "always_on", "model_change_cadence": "yearly"},
+            {"steady_inference"},
+        ),
+        (
+            {"workload_type": "realtime_inference", "operating_mode": "always_on", "model_change_cadence": "monthly"},
+            {"uncertain_demand"},
+        ),
+        ({"workload_type": "batch_inference", "operating_boundary": "on_prem"}, {"private_hardware"}),
+        ({"workload_type": "batch_inference", "tools": ["provider_endpoint"]}, {"managed_models"}),
+        ({"workload_type": "batch_inference"}, set()),
+    ],
+)
+def test_capacity_hints_follow_the_guide_table(values, expected):
+    assert {rule.code for rule in rules.capacity_hints(values)} == expected
