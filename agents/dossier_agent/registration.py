@@ -12,6 +12,7 @@ from dossier_agent.client import AgentClient
 from dossier_agent.config import AgentConfig
 from dossier_agent.errors import ConfigError
 from dossier_agent.jobs.registry import JobRegistry
+from dossier_agent.operations import declared_operations
 from dossier_agent.retry import Backoff, call_with_retries
 from dossier_agent.timeutil import utc_now_iso
 
@@ -46,7 +47,7 @@ def registration_payload(
         "protocol_version": PROTOCOL_VERSION,
         "machine_id": inventory["host"]["machine_id"],
         "job_kinds": registry.offered(),
-        "operations": sorted(config.operations),
+        "operations": declared_operations(config.operations),
         "inventory": inventory,
     }
 

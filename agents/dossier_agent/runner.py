@@ -29,6 +29,7 @@ from dossier_agent.heartbeat import HeartbeatLoop
 from dossier_agent.inventory import collect_inventory, inventory_sha256
 from dossier_agent.jobs.registry import JobRegistry
 from dossier_agent.lease import LeaseKeeper
+from dossier_agent.operations import declared_operations
 from dossier_agent.retry import Backoff, call_with_retries
 from dossier_agent.spool import AttemptSpool, Spool
 from dossier_agent.structured_log import log
@@ -200,7 +201,7 @@ class AgentRunner:
             try:
                 claim = client.claim({
                     "job_kinds": self.registry.offered(),
-                    "operations": sorted(self.config.operations),
+                    "operations": declared_operations(self.config.operations),
                     "wait_s": 0,
                 })
             except (AuthenticationFailed, AgentTooOld) as error:
