@@ -1,0 +1,220 @@
+"""Prompts for a load run: an uploaded JSONL dataset, or synthetic prompts matching the workload's input and output
+lengths (mean and p95).
+
+Dataset lines (JSON objects): `prompt` (string) or `messages` (chat list), optional `expected` (exact answer),
+`regex`, `json_schema`, `max_tokens`, `min_output_tokens`, `max_output_tokens`. Every line is checked before the run;
+a bad line is reported with its line number (`DatasetError.problems`).
+
+Synthetic lengths: log-normal with the given mean and p95 (σ from ln(p95/mean) = 1.645σ − σ²/2), constant without
+a p95. Text is made of common English words; its token count comes from an operator-supplied `tokenizer.json`
+(through the `tokenizers` package, when installed) or, without one, from a words→tokens line fitted against the
+server's own `usage.prompt_tokens` (`calibrate_words`, done by the runner before the run).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_WORD_TEXT = (
+    "the of and to in is was for that on with as by at from it his an are be this which or had not but "
+    "have one were they you all her she there their been has would more when will who some time if no can "
+    "about out also into only other new first any may these two after most over such where year made many "
+    "then years world well them back even much state through people city work part used before"
+)
+_WORDS = tuple(_WORD_TEXT.split())
+MAX_LINE_PROBLEMS = 50
+Z95 = 1.6448536269514722
+
+
+class DatasetError(ValueError):
+    def __init__(self, problems: list[str]):
+        super().__init__("dataset: " + "; ".join(problems[:10]) + (" …" if len(problems) > 10 else ""))
+        self.problems = problems
+
+
+@dataclass
+class PromptItem:
+    prompt: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    max_tokens: int | None = None
+    expected: str | None = None
+    regex: str | None = None
+    json_schema: dict[str, Any] | None = None
+    min_output_tokens: int | None = None
+    max_output_tokens: int | None = None
+    input_tokens: int | None = None  # intended or counted length, when known
+    line: int | None = None  # line of the dataset file
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        if self.prompt is not None:
+            return self.prompt
+        return "\n".join(str(m.get("content", "")) for m in self.messages or [])
+
+
+def _check_item(data: Any, number: int) -> tuple[PromptItem | None, list[str]]:
+    where = f"line {number}"
+    if not isinstance(data, dict):
+        return None, [f"{where}: not a JSON object"]
+    problems = []
+    prompt, messages = data.get("prompt"), data.get("messages")
+    if (prompt is None) == (messages is None):
+        problems.append(f"{where}: needs exactly one of prompt or messages")
+    if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
+        problems.append(f"{where}: prompt must be a non-empty string")
+    if messages is not None and (not isinstance(messages, list) or not messages or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and "content" in m for m in messages)):
+        problems.append(f"{where}: messages must be a non-empty list of {{role, content}} objects")
+    for key in ("max_tokens", "min_output_tokens", "max_output_tokens"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            problems.append(f"{where}: {key} must be a positive integer")
+    if data.get("expected") is not None and not isinstance(data["expected"], str):
+        problems.append(f"{where}: expected must be a string")
+    if data.get("regex") is not None:
+        import re
+
+        try:
+            re.compile(data["regex"])
+        except (re.error, TypeError) as error:
+            problems.append(f"{where}: regex does not compile: {error}")
+    if data.get("json_schema") is not None and not isinstance(data["json_schema"], dict):
+        problems.append(f"{where}: json_schema must be an object")
+    if problems:
+        return None, problems
+    known = {"prompt", "messages", "max_tokens", "expected", "regex", "json_schema", "min_output_tokens",
+             "max_output_tokens"}
+    return PromptItem(prompt=prompt, messages=messages, max_tokens=data.get("max_tokens"),
+                      expected=data.get("expected"), regex=data.get("regex"), json_schema=data.get("json_schema"),
+                      min_output_tokens=data.get("min_output_tokens"), max_output_tokens=data.get("max_output_tokens"),
+                      extra={k: v for k, v in data.items() if k not in known}, line=number), []
+
+
+def load_dataset(lines: Iterable[str]) -> list[PromptItem]:
+    """Parse and check every line; raise `DatasetError` listing each bad line (by number) before anything runs."""
+    items, problems = [], []
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            problems.append(f"line {number}: not valid JSON ({error.args[0] if error.args else error})")
+        else:
+            item, found = _check_item(data, number)
+            problems += found
+            if item is not None:
+                items.append(item)
+        if len(problems) >= MAX_LINE_PROBLEMS:
+            problems.append("(stopped after this many problems)")
+            break
+    if problems:
+        raise DatasetError(problems)
+    if not items:
+        raise DatasetError(["the dataset has no prompt"])
+    return items
+
+
+def load_dataset_file(path: str | Path) -> list[PromptItem]:
+    with open(path, encoding="utf-8") as handle:
+        return load_dataset(handle)
+
+
+def lognormal_lengths(rng: np.random.Generator, mean: float, p95: float | None, count: int,
+                      low: int = 1, high: int | None = None) -> np.ndarray:
+    """`count` integer lengths with the given mean and p95 (log-normal), clipped to [low, high]."""
+    if mean <= 0:
+        raise ValueError("mean length must be positive")
+    if p95 is None or p95 <= mean * 1.0001:
+        values = np.full(count, mean)
+    else:
+        ratio = math.log(p95 / mean)
+        if ratio > Z95 * Z95 / 2:
+            raise ValueError(f"p95 {p95} is too far above the mean {mean} for a log-normal (p95/mean <= 3.87)")
+        sigma = Z95 - math.sqrt(Z95 * Z95 - 2 * ratio)
+        mu = math.log(mean) - sigma * sigma / 2
+        values = rng.lognormal(mu, sigma, count)
+    lengths = np.maximum(np.rint(values), low)
+    if high is not None:
+        lengths = np.minimum(lengths, high)
+    return lengths.astype(np.int64)
+
+
+class TokenCounter:
+    """Counts tokens with an operator's `tokenizer.json` when given (and `tokenizers` is installed); otherwise
+    converts words to tokens with a fitted line tokens = a + b·words (default a = 0, b = 1, until calibrated)."""
+
+    def __init__(self, tokenizer_path: str | None = None):
+        self.tokenizer = None
+        self.source = "words"
+        if tokenizer_path:
+            try:
+                from tokenizers import Tokenizer
+            except ImportError as error:
+                raise ValueError("a tokenizer.json was given but the `tokenizers` package is not installed") from error
+            self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            self.source = "tokenizer.json"
+        self.intercept = 0.0
+        self.per_word = 1.0
+
+    def count(self, text: str) -> int:
+        if self.tokenizer is not None:
+            return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        return max(0, round(self.intercept + self.per_word * len(text.split())))
+
+    def words_for(self, tokens: int) -> int:
+        """Words of synthetic text expected to give `tokens` prompt tokens."""
+        return max(1, round((tokens - self.intercept) / self.per_word))
+
+    def calibrate(self, words: list[int], prompt_tokens: list[int]) -> dict[str, Any]:
+        """Fit tokens = a + b·words from the server's `usage.prompt_tokens` (needs two distinct word counts)."""
+        x, y = np.asarray(words, dtype=float), np.asarray(prompt_tokens, dtype=float)
+        if x.size < 2 or np.unique(x).size < 2:
+            raise ValueError("calibration needs prompts of at least two different lengths")
+        slope, intercept = np.polyfit(x, y, 1)
+        if slope <= 0:
+            raise ValueError("the server's prompt token counts do not grow with the prompt")
+        self.per_word, self.intercept = float(slope), float(intercept)
+        residual = y - (intercept + slope * x)
+        self.source = "calibrated against usage.prompt_tokens"
+        return {"per_word": self.per_word, "intercept": self.intercept, "points": int(x.size),
+                "max_abs_error_tokens": float(np.abs(residual).max())}
+
+
+def synthetic_text(rng: np.random.Generator, words: int, salt: int) -> str:
+    """`words` common words, starting with a unique number so no two prompts share a cached prefix."""
+    picks = rng.integers(0, len(_WORDS), max(0, words - 1))
+    return " ".join([str(salt), *(_WORDS[i] for i in picks)])
+
+
+def synthetic_prompts(spec: Mapping[str, Any], count: int, counter: TokenCounter, seed: int = 0,
+                      chat: bool = True) -> list[PromptItem]:
+    """`count` prompts: `input_tokens_mean` (required), `input_tokens_p95`, `output_tokens_mean` /
+    `output_tokens` (default 128), `output_tokens_p95`, `system` (an optional system message)."""
+    mean_in = spec.get("input_tokens_mean")
+    if not isinstance(mean_in, (int, float)) or mean_in <= 0:
+        raise ValueError("synthetic prompts need input_tokens_mean > 0")
+    rng = np.random.default_rng(seed)
+    inputs = lognormal_lengths(rng, float(mean_in), spec.get("input_tokens_p95"), count)
+    out_mean = float(spec.get("output_tokens_mean", spec.get("output_tokens", 128)))
+    outputs = lognormal_lengths(rng, out_mean, spec.get("output_tokens_p95"), count)
+    items = []
+    for i in range(count):
+        text = synthetic_text(rng, counter.words_for(int(inputs[i])), i)
+        item = PromptItem(max_tokens=int(outputs[i]), input_tokens=int(inputs[i]))
+        if chat:
+            item.messages = ([{"role": "system", "content": spec["system"]}] if spec.get("system") else []) + [
+                {"role": "user", "content": text}]
+        else:
+            item.prompt = text
+        items.append(item)
+    return items
