@@ -67,6 +67,8 @@ INSTALLED_APPS = [
     "apps.audit",
     "apps.catalog",
     "apps.workloads",
+    "apps.fleet",
+    "apps.benchmarks",
     "apps.quotes",
 ]
 
@@ -145,6 +147,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("DOSSIER_STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request while it is missing
 
 
 def _plotly_js_folder() -> str:
@@ -183,6 +186,14 @@ SESSION_COOKIE_HTTPONLY = True
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "dossier@localhost")
+# Read by django.core.mail.backends.smtp.EmailBackend (decision-record notifications) when EMAIL_BACKEND names it.
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD") or ""
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -211,6 +222,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # One name per shared choice set, so the schema does not invent FromCurrencyEnum/ToCurrencyEnum twins.
+    "ENUM_NAME_OVERRIDES": {
+        "CurrencyEnum": "apps.quotes.models.CURRENCY_CHOICES",
+        "GpuSpecKeyEnum": "apps.catalog.models.SpecKey",
+        "GpuSpecUnitEnum": "apps.catalog.models.SpecUnit",
+        "FormFactorEnum": "apps.catalog.models.FormFactor",
+    },
 }
 
 # Agents and benchmark jobs (docs/agent-protocol.md): versions, intervals, leases, limits, retention.
@@ -262,6 +280,9 @@ WORKER_HEARTBEAT_MAX_AGE_SECONDS = env_int("DOSSIER_WORKER_HEARTBEAT_MAX_AGE_SEC
 # Periodic tasks; each app adds its own entry here (one place to read the whole schedule).
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "common.worker_heartbeat", "schedule": WORKER_HEARTBEAT_SECONDS},
+    "reap-expired-leases": {"task": "benchmarks.reap_expired_leases", "schedule": DOSSIER_REAPER_INTERVAL_S},
+    "redrive-pending": {"task": "benchmarks.redrive_pending", "schedule": DOSSIER_REDRIVE_INTERVAL_S},
+    "purge-expired-artifacts": {"task": "benchmarks.purge_expired_artifacts", "schedule": 6 * 3600},
     "flag-stale-prices": {"task": "quotes.flag_stale_prices", "schedule": 3600},
 }
 

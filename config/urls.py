@@ -10,6 +10,8 @@ api_v1 = [
     path("catalog/", include("apps.catalog.api.urls")),
     path("workloads/", include("apps.workloads.api.urls")),
     path("quotes/", include("apps.quotes.api.urls")),
+    path("fleet/", include("apps.fleet.api.urls")),
+    path("benchmarks/", include("apps.benchmarks.api.urls")),
 ]
 
 urlpatterns = [
@@ -22,7 +24,10 @@ urlpatterns = [
     path("workloads/", include("apps.workloads.urls")),
     path("quotes/", include("apps.quotes.urls")),
     path("audit/", include("apps.audit.urls")),
+    path("fleet/", include("apps.fleet.urls")),
+    path("benchmarks/", include("apps.benchmarks.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
+    path("api/agent/v1/", include("apps.fleet.api.agent_urls")),
 ]

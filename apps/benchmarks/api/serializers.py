@@ -1,0 +1,72 @@
+"""Serializers of the user API for plans, jobs, events, artifacts and results."""
+
+from rest_framework import serializers
+
+from apps.benchmarks.models import Artifact, BenchmarkPlan, Job, JobAttempt, JobEvent, Result
+
+
+class BenchmarkPlanSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = BenchmarkPlan
+        fields = ["id", "name", "description", "status", "spec", "target_pool", "target_agent", "created_at",
+                  "dispatch_requested_at", "dispatched_at"]
+        read_only_fields = fields
+
+
+class JobAttemptSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobAttempt
+        fields = ["number", "agent", "status", "claimed_at", "started_at", "lease_expires_at", "ended_at",
+                  "progress", "progress_message"]
+        read_only_fields = fields
+
+
+class JobSerializer(serializers.ModelSerializer):
+    attempts = JobAttemptSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Job
+        fields = ["id", "plan", "position", "kind", "status", "spec", "spec_sha256", "acceptance_criteria",
+                  "required_operations", "target_pool", "target_agent", "attempt_count", "max_attempts",
+                  "cancel_requested", "cancel_reason", "failure_reason", "offline_run_id", "created_at",
+                  "finished_at", "attempts"]
+        read_only_fields = fields
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    attempt = serializers.IntegerField(source="attempt.number", read_only=True)
+
+    class Meta:
+        model = JobEvent
+        fields = ["attempt", "seq", "kind", "ts", "data", "received_at"]
+        read_only_fields = fields
+
+
+class ArtifactSerializer(serializers.ModelSerializer):
+    attempt = serializers.IntegerField(source="attempt.number", read_only=True)
+    download_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Artifact
+        fields = ["id", "job", "attempt", "sha256", "name", "media_type", "size", "pinned", "created_at",
+                  "purged_at", "download_url"]
+        read_only_fields = fields
+
+    def get_download_url(self, artifact: Artifact) -> str | None:
+        return None if artifact.purged_at else artifact.get_absolute_url()
+
+
+class ResultSerializer(serializers.ModelSerializer):
+    attempt = serializers.IntegerField(source="attempt.number", read_only=True)
+    artifacts = serializers.SlugRelatedField(slug_field="sha256", many=True, read_only=True)
+
+    class Meta:
+        model = Result
+        fields = ["id", "job", "attempt", "status", "canonical", "result", "error", "started_at", "finished_at",
+                  "event_count", "events_received", "agent_version", "spec", "spec_sha256", "acceptance_criteria",
+                  "artifacts", "recorded_at", "ingested_at", "summary"]
+        read_only_fields = fields
+
+
+class CancelSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")

@@ -1,0 +1,31 @@
+"""One FilterSet per model, shared by the user API and the browser lists."""
+
+import django_filters
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from apps.benchmarks.models import BenchmarkPlan, Job, JobStatus, PlanStatus
+
+
+def _plans(request):
+    return BenchmarkPlan.objects.for_user(getattr(request, "user", None))
+
+
+class JobFilterSet(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(label=_("Status"), choices=JobStatus.choices)
+    kind = django_filters.CharFilter(label=_("Kind"))
+    # Plan names are data: the select is marked translate="no" (its empty choice is only dashes).
+    plan = django_filters.ModelChoiceFilter(label=_("Plan"), queryset=_plans,
+                                            widget=forms.Select(attrs={"translate": "no"}))
+
+    class Meta:
+        model = Job
+        fields = ["status", "kind", "plan"]
+
+
+class PlanFilterSet(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(label=_("Status"), choices=PlanStatus.choices)
+
+    class Meta:
+        model = BenchmarkPlan
+        fields = ["status"]

@@ -1,0 +1,299 @@
+"""Benchmark plans, the jobs they expand into, each job's attempts on agents, and what the attempts sent back."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from apps.accounts.scoping import TeamScopedQuerySet, scoped_queryset
+
+
+class PlanStatus(models.TextChoices):
+    DRAFT = "draft", _("draft")
+    DISPATCHING = "dispatching", _("dispatching")
+    DISPATCHED = "dispatched", _("dispatched")
+
+
+class BenchmarkPlan(models.Model):
+    """What to measure and where: a list of jobs (kind, spec, acceptance criteria) for a pool or one agent."""
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="benchmark_plans",
+                             verbose_name=_("team"))
+    name = models.CharField(_("name"), max_length=200)
+    description = models.TextField(_("description"), blank=True)
+    spec = models.JSONField(_("jobs"), help_text=_("The job list; see the plan form for its shape."))
+    target_pool = models.ForeignKey("fleet.AgentPool", on_delete=models.PROTECT, related_name="benchmark_plans",
+                                    verbose_name=_("agent pool"))
+    target_agent = models.ForeignKey(
+        "fleet.Agent", on_delete=models.PROTECT, null=True, blank=True, related_name="benchmark_plans",
+        verbose_name=_("agent"), help_text=_("Leave empty to let any capable agent of the pool run the jobs."),
+    )
+    status = models.CharField(_("status"), max_length=12, choices=PlanStatus.choices, default=PlanStatus.DRAFT)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+", verbose_name=_("created by"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    dispatch_requested_at = models.DateTimeField(_("dispatch requested at"), null=True, blank=True)
+    dispatched_at = models.DateTimeField(_("dispatched at"), null=True, blank=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("benchmark plan")
+        verbose_name_plural = _("benchmark plans")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status="draft") | Q(dispatch_requested_at__isnull=False),
+                name="benchmarks_plan_dispatch_requested_set",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("benchmarks:plan-detail", args=[self.pk])
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", _("queued")
+    CLAIMED = "claimed", _("claimed")
+    RUNNING = "running", _("running")
+    SUCCEEDED = "succeeded", _("succeeded")
+    FAILED = "failed", _("failed")
+    CANCELLED = "cancelled", _("cancelled")
+
+
+ACTIVE_JOB_STATUSES = (JobStatus.CLAIMED, JobStatus.RUNNING)
+FINAL_JOB_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class Job(models.Model):
+    """One unit of work for one agent. Its spec and acceptance criteria are frozen when it is dispatched."""
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="benchmark_jobs",
+                             verbose_name=_("team"))
+    plan = models.ForeignKey(BenchmarkPlan, on_delete=models.PROTECT, null=True, blank=True, related_name="jobs",
+                             verbose_name=_("plan"))
+    position = models.PositiveIntegerField(_("position in the plan"), default=0)
+    kind = models.CharField(_("kind"), max_length=32)
+    spec = models.JSONField(_("spec"), default=dict)
+    spec_sha256 = models.CharField(_("spec SHA-256"), max_length=64)
+    acceptance_criteria = models.JSONField(_("acceptance criteria"), default=dict, blank=True)
+    required_operations = models.JSONField(_("required operations"), default=list, blank=True)
+    target_pool = models.ForeignKey("fleet.AgentPool", on_delete=models.PROTECT, null=True, blank=True,
+                                    related_name="jobs", verbose_name=_("agent pool"))
+    target_agent = models.ForeignKey("fleet.Agent", on_delete=models.PROTECT, null=True, blank=True,
+                                     related_name="targeted_jobs", verbose_name=_("agent"))
+    status = models.CharField(_("status"), max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    attempt_count = models.PositiveIntegerField(_("attempts"), default=0)
+    max_attempts = models.PositiveIntegerField(_("attempt limit"), default=3)
+    cancel_requested = models.BooleanField(_("cancellation requested"), default=False)
+    cancel_reason = models.CharField(_("cancellation reason"), max_length=200, blank=True)
+    cancel_requested_at = models.DateTimeField(_("cancellation requested at"), null=True, blank=True)
+    cancel_requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
+                                            blank=True, related_name="+", verbose_name=_("cancelled by"))
+    failure_reason = models.CharField(_("failure reason"), max_length=300, blank=True)
+    offline_run_id = models.CharField(_("offline run id"), max_length=64, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
+        indexes = [models.Index(fields=["status", "kind", "created_at"], name="benchmarks_job_claim")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(target_pool__isnull=False) | Q(target_agent__isnull=False),
+                name="benchmarks_job_has_target",
+            ),
+            models.CheckConstraint(condition=Q(attempt_count__lte=models.F("max_attempts")),
+                                   name="benchmarks_job_attempts_bounded"),
+            models.UniqueConstraint(
+                fields=["target_agent", "offline_run_id"],
+                condition=~Q(offline_run_id=""),
+                name="benchmarks_job_unique_offline_run",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.kind}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("benchmarks:job-detail", args=[self.pk])
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_JOB_STATUSES
+
+    def canonical_result(self) -> Result | None:
+        return self.results.filter(canonical=True).first()
+
+
+class AttemptStatus(models.TextChoices):
+    CLAIMED = "claimed", _("claimed")
+    RUNNING = "running", _("running")
+    SUCCEEDED = "succeeded", _("succeeded")
+    FAILED = "failed", _("failed")
+    CANCELLED = "cancelled", _("cancelled")
+    HANDED_BACK = "handed_back", _("handed back")
+    AGENT_LOST = "agent_lost", _("agent lost")
+
+
+LIVE_ATTEMPT_STATUSES = (AttemptStatus.CLAIMED, AttemptStatus.RUNNING)
+
+
+class JobAttempt(models.Model):
+    """One try of a job by one agent, fenced by its number and its own job token."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts", verbose_name=_("job"))
+    number = models.PositiveIntegerField(_("attempt"))
+    agent = models.ForeignKey("fleet.Agent", on_delete=models.PROTECT, related_name="attempts",
+                              verbose_name=_("agent"))
+    token_hash = models.CharField(_("job token hash"), max_length=64, unique=True, editable=False)
+    status = models.CharField(_("status"), max_length=12, choices=AttemptStatus.choices,
+                              default=AttemptStatus.CLAIMED)
+    claimed_at = models.DateTimeField(_("claimed at"), default=timezone.now)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    lease_expires_at = models.DateTimeField(_("lease expires at"))
+    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
+    progress = models.FloatField(_("progress"), null=True, blank=True)
+    progress_message = models.CharField(_("progress message"), max_length=300, blank=True)
+    start_inventory = models.ForeignKey("fleet.InventorySnapshot", on_delete=models.SET_NULL, null=True, blank=True,
+                                        related_name="+", verbose_name=_("inventory at start"))
+    finish_idempotency_key = models.CharField(_("finish idempotency key"), max_length=64, blank=True)
+    finish_body_sha256 = models.CharField(_("finish body SHA-256"), max_length=64, blank=True)
+    finish_reply_status = models.PositiveSmallIntegerField(_("finish reply status"), null=True, blank=True)
+    finish_reply = models.JSONField(_("finish reply"), null=True, blank=True)
+
+    objects = scoped_queryset("job__team").as_manager()
+
+    class Meta:
+        ordering = ["job", "number"]
+        verbose_name = _("job attempt")
+        verbose_name_plural = _("job attempts")
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="benchmarks_attempt_lease")]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "number"], name="benchmarks_attempt_unique_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="benchmarks_attempt_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job} attempt {self.number}"
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in LIVE_ATTEMPT_STATUSES
+
+
+class JobEvent(models.Model):
+    """Progress, log lines, telemetry: numbered per attempt, first write wins."""
+
+    attempt = models.ForeignKey(JobAttempt, on_delete=models.CASCADE, related_name="events", verbose_name=_("attempt"))
+    seq = models.PositiveIntegerField(_("sequence number"))
+    kind = models.CharField(_("kind"), max_length=32)
+    ts = models.DateTimeField(_("time"))
+    data = models.JSONField(_("data"), default=dict)
+    received_at = models.DateTimeField(_("received at"), default=timezone.now)
+
+    objects = scoped_queryset("attempt__job__team").as_manager()
+
+    class Meta:
+        ordering = ["attempt", "seq"]
+        verbose_name = _("job event")
+        verbose_name_plural = _("job events")
+        constraints = [models.UniqueConstraint(fields=["attempt", "seq"], name="benchmarks_event_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.attempt} #{self.seq} {self.kind}"
+
+
+class Artifact(models.Model):
+    """Raw data an attempt uploaded, content-addressed by SHA-256; a pinned artifact is never purged."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="artifacts", verbose_name=_("job"))
+    attempt = models.ForeignKey(JobAttempt, on_delete=models.CASCADE, related_name="artifacts",
+                                verbose_name=_("attempt"))
+    sha256 = models.CharField("SHA-256", max_length=64)  # a symbol, the same in every language: not translated
+    name = models.CharField(_("file name"), max_length=200)
+    media_type = models.CharField(_("media type"), max_length=100)
+    size = models.PositiveBigIntegerField(_("size (bytes)"))
+    storage_name = models.CharField(_("stored as"), max_length=300, blank=True)
+    pinned = models.BooleanField(_("pinned"), default=False,
+                                 help_text=_("Pinned artifacts are cited by a decision record and never purged."))
+    created_at = models.DateTimeField(_("uploaded at"), default=timezone.now)
+    purged_at = models.DateTimeField(_("purged at"), null=True, blank=True)
+
+    objects = scoped_queryset("job__team").as_manager()
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        verbose_name = _("artifact")
+        verbose_name_plural = _("artifacts")
+        constraints = [
+            models.UniqueConstraint(fields=["job", "sha256"], name="benchmarks_artifact_unique_job_sha256"),
+            models.CheckConstraint(condition=~Q(pinned=True, purged_at__isnull=False),
+                                   name="benchmarks_artifact_pinned_never_purged"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.sha256[:12]})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("benchmarks:artifact-download", args=[self.pk])
+
+
+class ResultStatus(models.TextChoices):
+    SUCCEEDED = "succeeded", _("succeeded")
+    FAILED = "failed", _("failed")
+    CANCELLED = "cancelled", _("cancelled")
+    HANDED_BACK = "handed_back", _("handed back")
+
+
+class Result(models.Model):
+    """What one attempt's finish said, stored once. At most one result per job is canonical."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="results", verbose_name=_("job"))
+    attempt = models.OneToOneField(JobAttempt, on_delete=models.CASCADE, related_name="result",
+                                   verbose_name=_("attempt"))
+    status = models.CharField(_("status"), max_length=12, choices=ResultStatus.choices)
+    canonical = models.BooleanField(
+        _("canonical"), default=False,
+        help_text=_("The result that stands for the job; a late finish from a superseded attempt is kept, not "
+                    "canonical."),
+    )
+    result = models.JSONField(_("result"), null=True, blank=True)
+    error = models.JSONField(_("error"), null=True, blank=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished at"))
+    event_count = models.PositiveIntegerField(_("events produced"), default=0)
+    events_received = models.PositiveIntegerField(_("events received"), default=0)
+    agent_version = models.CharField(_("agent version"), max_length=40, blank=True)
+    spec = models.JSONField(_("spec (as dispatched)"), default=dict)
+    spec_sha256 = models.CharField(_("spec SHA-256"), max_length=64)
+    acceptance_criteria = models.JSONField(_("acceptance criteria (as dispatched)"), default=dict, blank=True)
+    artifacts = models.ManyToManyField(Artifact, blank=True, related_name="results", verbose_name=_("artifacts"))
+    recorded_at = models.DateTimeField(_("recorded at"), default=timezone.now)
+    ingested_at = models.DateTimeField(_("ingested at"), null=True, blank=True, db_index=True)
+    summary = models.JSONField(_("summary"), null=True, blank=True)
+
+    objects = scoped_queryset("job__team").as_manager()
+
+    class Meta:
+        ordering = ["job", "attempt__number"]
+        verbose_name = _("result")
+        verbose_name_plural = _("results")
+        constraints = [
+            models.UniqueConstraint(fields=["job"], condition=Q(canonical=True),
+                                    name="benchmarks_result_one_canonical_per_job"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attempt} → {self.status}"

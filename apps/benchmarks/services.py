@@ -1,0 +1,724 @@
+"""Writes about plans, jobs and their attempts: dispatch, the agent's job calls, ingest, the reaper and re-drive.
+
+State changes that two processes may race for (claim, reap, dispatch, ingest) are conditional UPDATEs whose row
+count decides who won, so they behave the same on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, BinaryIO
+
+from django.conf import settings
+from django.core.files import File
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q, Sum
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from apps.audit.services import model_snapshot, record_change
+from apps.benchmarks.models import (
+    ACTIVE_JOB_STATUSES,
+    LIVE_ATTEMPT_STATUSES,
+    Artifact,
+    AttemptStatus,
+    BenchmarkPlan,
+    Job,
+    JobAttempt,
+    JobEvent,
+    JobStatus,
+    PlanStatus,
+    Result,
+    ResultStatus,
+)
+from apps.benchmarks.plan_spec import PlanSpecError, normalise_plan_spec
+from apps.benchmarks.storage import artifact_storage, artifact_storage_name
+from apps.benchmarks.telemetry import summarise_samples, telemetry_samples
+from apps.fleet import protocol
+from apps.fleet.conf import protocol_settings
+from apps.fleet.errors import ProtocolError
+from apps.fleet.models import Agent, AgentPool, AgentStatus, InventorySource
+from apps.fleet.services import agent_mark_lost_if_silent, agent_touch, agents_mark_offline, record_inventory
+
+logger = logging.getLogger(__name__)
+
+_PLAN_AUDIT_FIELDS = ["id", "name", "status", "target_pool", "target_agent", "dispatch_requested_at", "dispatched_at"]
+_JOB_AUDIT_FIELDS = ["id", "kind", "status", "cancel_requested", "cancel_reason", "attempt_count"]
+
+
+# --- plans (people) -------------------------------------------------------------------------------------------------
+
+
+class PlanError(ValueError):
+    """A plan that cannot be saved or dispatched; the message is for the person who asked."""
+
+
+@transaction.atomic
+def plan_create(
+    *,
+    team,
+    name: str,
+    spec: dict[str, Any],
+    target_pool: AgentPool,
+    target_agent: Agent | None = None,
+    description: str = "",
+    actor=None,
+) -> BenchmarkPlan:
+    try:
+        normalise_plan_spec(spec)
+    except PlanSpecError as error:
+        raise PlanError(_("The job list is not valid: %(problems)s") % {"problems": "; ".join(error.problems)}
+                        ) from None
+    if target_pool.team_id != team.pk:
+        raise PlanError(_("The agent pool belongs to another team."))
+    if target_agent is not None and target_agent.pool_id != target_pool.pk:
+        raise PlanError(_("The agent is not in the chosen pool."))
+    plan = BenchmarkPlan(
+        team=team, name=name, description=description, spec=spec, target_pool=target_pool,
+        target_agent=target_agent, created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+    plan.full_clean()
+    plan.save()
+    record_change(actor=actor, instance=plan, action="create", after=model_snapshot(plan, _PLAN_AUDIT_FIELDS))
+    return plan
+
+
+def plan_request_dispatch(*, plan: BenchmarkPlan, actor=None, now: datetime | None = None) -> bool:
+    """Mark the plan for dispatch and queue dispatch_plan once the transaction commits; False if not a draft."""
+    from apps.benchmarks.tasks import dispatch_plan
+
+    now = now or timezone.now()
+    with transaction.atomic():
+        if BenchmarkPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(
+            status=PlanStatus.DISPATCHING, dispatch_requested_at=now
+        ) != 1:
+            return False
+        before = model_snapshot(plan, _PLAN_AUDIT_FIELDS)
+        plan.refresh_from_db()
+        record_change(actor=actor, instance=plan, action="transition", before=before,
+                      after=model_snapshot(plan, _PLAN_AUDIT_FIELDS), message="dispatch requested")
+        dispatch_plan.delay_on_commit(plan.pk)
+    return True
+
+
+def plan_dispatch(*, plan_id: int, now: datetime | None = None) -> int:
+    """Expand a plan marked for dispatch into queued jobs (the body of the dispatch_plan task).
+
+    Returns the number of jobs created; 0 when the plan is gone or was dispatched already (a repeat is harmless).
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        if BenchmarkPlan.objects.filter(pk=plan_id, status=PlanStatus.DISPATCHING).update(
+            status=PlanStatus.DISPATCHED, dispatched_at=now
+        ) != 1:
+            return 0
+        plan = BenchmarkPlan.objects.get(pk=plan_id)
+        entries = normalise_plan_spec(plan.spec)
+        max_attempts = protocol_settings().max_attempts
+        jobs = []
+        position = 0
+        for entry in entries:
+            for _copy in range(entry.count):
+                jobs.append(Job(
+                    team_id=plan.team_id, plan=plan, position=position, kind=entry.kind, spec=entry.spec,
+                    spec_sha256=protocol.canonical_sha256(entry.spec), acceptance_criteria=entry.acceptance_criteria,
+                    required_operations=list(entry.required_operations), target_pool_id=plan.target_pool_id,
+                    target_agent_id=plan.target_agent_id, max_attempts=max_attempts, created_at=now,
+                ))
+                position += 1
+        Job.objects.bulk_create(jobs)
+        record_change(actor="dispatch_plan", instance=plan, action="transition",
+                      message=f"dispatched {len(jobs)} jobs", after=model_snapshot(plan, _PLAN_AUDIT_FIELDS))
+    return len(jobs)
+
+
+@transaction.atomic
+def job_cancel(*, job: Job, actor=None, reason: str = "", now: datetime | None = None) -> Job:
+    """A queued job is cancelled at once; a claimed or running one is flagged and its agent told on the next lease."""
+    now = now or timezone.now()
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if job.is_final or job.cancel_requested:
+        return job
+    before = model_snapshot(job, _JOB_AUDIT_FIELDS)
+    job.cancel_requested = True
+    job.cancel_reason = reason[:200]
+    job.cancel_requested_at = now
+    job.cancel_requested_by = actor if getattr(actor, "is_authenticated", False) else None
+    fields = ["cancel_requested", "cancel_reason", "cancel_requested_at", "cancel_requested_by"]
+    if job.status == JobStatus.QUEUED:
+        job.status = JobStatus.CANCELLED
+        job.finished_at = now
+        fields += ["status", "finished_at"]
+    job.save(update_fields=fields)
+    record_change(actor=actor, instance=job, action="transition", before=before,
+                  after=model_snapshot(job, _JOB_AUDIT_FIELDS), message="cancellation requested")
+    return job
+
+
+# --- the agent's job calls ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lease:
+    expires_at: datetime
+    ttl_s: int
+    renew_every_s: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"expires_at": protocol.format_timestamp(self.expires_at), "ttl_s": self.ttl_s,
+                "renew_every_s": self.renew_every_s}
+
+
+@dataclass(frozen=True)
+class Claim:
+    job: Job
+    attempt: JobAttempt
+    job_token: str
+    lease: Lease
+
+
+def _lease_of(attempt: JobAttempt) -> Lease:
+    config = protocol_settings()
+    ttl = config.lease_ttl_s if attempt.status == AttemptStatus.RUNNING else config.claim_lease_s
+    return Lease(expires_at=attempt.lease_expires_at, ttl_s=ttl, renew_every_s=config.lease_renew_s)
+
+
+def job_claim(*, agent: Agent, job_kinds: list[str], operations: list[str], now: datetime | None = None,
+              batch: int = 100) -> Claim | None:
+    """Give the agent the oldest queued job it can run, or None.
+
+    Candidates are read in batches; each is taken with UPDATE … WHERE id = %s AND status = 'queued' and the row count
+    says whether this agent won it, so two agents never get the same job (SQLite serialises the writers;
+    PostgreSQL re-checks the WHERE clause after the first writer commits).
+    """
+    if not job_kinds:
+        return None
+    offered = set(operations)
+    candidates = (
+        Job.objects.filter(status=JobStatus.QUEUED, kind__in=job_kinds)
+        .filter(Q(target_agent=agent) | Q(target_agent__isnull=True, target_pool_id=agent.pool_id))
+        .order_by("created_at", "position", "pk")
+        .values_list("pk", "required_operations")
+    )
+    offset = 0
+    while True:
+        page = list(candidates[offset:offset + batch])
+        for job_id, required in page:
+            if not set(required or ()) <= offered:
+                continue
+            claim = _claim_one(agent=agent, job_id=job_id, now=now or timezone.now())
+            if claim is not None:
+                return claim
+        if len(page) < batch:
+            return None
+        offset += batch
+
+
+def _claim_one(*, agent: Agent, job_id: int, now: datetime) -> Claim | None:
+    secret = protocol.new_token(protocol.JOB_TOKEN_PREFIX)
+    config = protocol_settings()
+    with transaction.atomic():
+        won = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED, attempt_count__lt=F("max_attempts")).update(
+            status=JobStatus.CLAIMED, attempt_count=F("attempt_count") + 1
+        )
+        if won != 1:
+            return None
+        job = Job.objects.get(pk=job_id)
+        attempt = JobAttempt.objects.create(
+            job=job, number=job.attempt_count, agent=agent, token_hash=protocol.token_hash(secret),
+            status=AttemptStatus.CLAIMED, claimed_at=now,
+            lease_expires_at=now + timedelta(seconds=config.claim_lease_s),
+        )
+    agent_touch(agent=agent, status=AgentStatus.BUSY, now=now)
+    return Claim(job=job, attempt=attempt, job_token=secret, lease=_lease_of(attempt))
+
+
+def _not_found() -> ProtocolError:
+    return ProtocolError(404, "job_not_found", _("No such job for this agent."))
+
+
+def authorise_job_call(*, agent: Agent, job_id: str, job_token: str) -> JobAttempt:
+    """The attempt a /jobs/{id}/… call acts on: 404 unless one of the job's attempts is this agent's,
+    403 unless the job token is the token of one of this agent's attempts of this job."""
+    if not job_id.isdigit():
+        raise _not_found()
+    job = Job.objects.filter(pk=int(job_id)).filter(attempts__agent=agent).distinct().first()
+    if job is None:
+        raise _not_found()
+    refused = ProtocolError(403, "invalid_job_token", _("The X-Job-Token header does not belong to this job."))
+    if not protocol.has_prefix(job_token, protocol.JOB_TOKEN_PREFIX):
+        raise refused
+    attempt = (
+        JobAttempt.objects.select_related("job", "agent").filter(token_hash=protocol.token_hash(job_token)).first()
+    )
+    if (
+        attempt is None
+        or not protocol.token_matches(job_token, attempt.token_hash)
+        or attempt.job_id != job.pk
+        or attempt.agent_id != agent.pk
+    ):
+        raise refused
+    return attempt
+
+
+def _check_attempt_number(attempt: JobAttempt, number: int) -> None:
+    if number != attempt.number:
+        raise ProtocolError(
+            400, "attempt_mismatch",
+            _("The body names attempt %(body)d but the job token is for attempt %(token)d.")
+            % {"body": number, "token": attempt.number},
+        )
+
+
+def _superseded(attempt: JobAttempt, job: Job) -> ProtocolError:
+    return ProtocolError(
+        409, "attempt_superseded",
+        _("Attempt %(attempt)d of job %(job)d was superseded by attempt %(newer)d.")
+        % {"attempt": attempt.number, "job": job.pk, "newer": job.attempt_count},
+    )
+
+
+def _not_running(attempt: JobAttempt, job: Job) -> ProtocolError:
+    return ProtocolError(
+        409, "attempt_not_running",
+        _("Attempt %(attempt)d of job %(job)d is no longer running (%(status)s).")
+        % {"attempt": attempt.number, "job": job.pk, "status": attempt.status},
+    )
+
+
+@dataclass(frozen=True)
+class AttemptState:
+    attempt: JobAttempt
+    lease: Lease
+    cancel_requested: bool
+    cancel_reason: str
+
+
+def attempt_start(*, attempt: JobAttempt, number: int, inventory: dict[str, Any] | None,
+                  now: datetime | None = None) -> AttemptState:
+    """Switch a claimed attempt to running with the long lease; a repeat for a running attempt changes nothing."""
+    _check_attempt_number(attempt, number)
+    now = now or timezone.now()
+    with transaction.atomic():
+        attempt = JobAttempt.objects.select_for_update().get(pk=attempt.pk)
+        job = Job.objects.select_for_update().get(pk=attempt.job_id)
+        if attempt.number < job.attempt_count:
+            raise _superseded(attempt, job)
+        if attempt.status == AttemptStatus.CLAIMED:
+            attempt.status = AttemptStatus.RUNNING
+            attempt.started_at = now
+            attempt.lease_expires_at = now + timedelta(seconds=protocol_settings().lease_ttl_s)
+            if inventory:
+                attempt.start_inventory = record_inventory(agent=attempt.agent, inventory=inventory,
+                                                           source=InventorySource.START, now=now)
+            attempt.save(update_fields=["status", "started_at", "lease_expires_at", "start_inventory"])
+            if job.status == JobStatus.CLAIMED:
+                job.status = JobStatus.RUNNING
+                job.save(update_fields=["status"])
+        elif attempt.status == AttemptStatus.AGENT_LOST:
+            raise _not_running(attempt, job)
+        elif attempt.status != AttemptStatus.RUNNING:
+            raise ProtocolError(409, "attempt_finished", _("Attempt %(attempt)d of job %(job)d has already finished.")
+                                % {"attempt": attempt.number, "job": job.pk})
+    return AttemptState(attempt, _lease_of(attempt), job.cancel_requested, job.cancel_reason)
+
+
+def attempt_renew_lease(*, attempt: JobAttempt, number: int, progress: float | None,
+                        now: datetime | None = None) -> AttemptState:
+    """Extend the lease of the job's current, live attempt (409 for a superseded or reaped one)."""
+    _check_attempt_number(attempt, number)
+    now = now or timezone.now()
+    job = Job.objects.get(pk=attempt.job_id)
+    if attempt.number < job.attempt_count:
+        raise _superseded(attempt, job)
+    config = protocol_settings()
+    ttl = config.lease_ttl_s if attempt.status == AttemptStatus.RUNNING else config.claim_lease_s
+    values: dict[str, Any] = {"lease_expires_at": now + timedelta(seconds=ttl)}
+    if progress is not None:
+        values["progress"] = progress
+    # Conditional on the attempt still being live: the reaper's UPDATE and this one cannot both win.
+    if JobAttempt.objects.filter(pk=attempt.pk, status__in=LIVE_ATTEMPT_STATUSES).update(**values) != 1:
+        attempt.refresh_from_db()
+        raise _not_running(attempt, job)
+    attempt.refresh_from_db()
+    return AttemptState(attempt, _lease_of(attempt), job.cancel_requested, job.cancel_reason)
+
+
+@dataclass(frozen=True)
+class EventBatchOutcome:
+    stored: int
+    duplicates: int
+    next_seq: int
+
+
+@transaction.atomic
+def events_store(*, attempt: JobAttempt, number: int, first_seq: int, events: list[dict[str, Any]],
+                 now: datetime | None = None) -> EventBatchOutcome:
+    """Store a batch numbered first_seq, first_seq + 1, …; an (attempt, seq) already stored is left as it is."""
+    _check_attempt_number(attempt, number)
+    now = now or timezone.now()
+    last_seq = first_seq + len(events) - 1
+    existing = set(
+        JobEvent.objects.filter(attempt=attempt, seq__gte=first_seq, seq__lte=last_seq).values_list("seq", flat=True)
+    )
+    fresh = [
+        JobEvent(attempt=attempt, seq=first_seq + offset, kind=event["kind"], ts=event["ts"], data=event["data"],
+                 received_at=now)
+        for offset, event in enumerate(events)
+        if first_seq + offset not in existing
+    ]
+    JobEvent.objects.bulk_create(fresh, ignore_conflicts=True)
+    progress = [event for event in fresh if event.kind == "progress"]
+    if progress:
+        latest = max(progress, key=lambda event: event.seq)
+        fraction = latest.data.get("fraction")
+        values: dict[str, Any] = {"progress_message": str(latest.data.get("message") or "")[:300]}
+        if isinstance(fraction, int | float) and not isinstance(fraction, bool) and 0 <= fraction <= 1:
+            values["progress"] = float(fraction)
+        JobAttempt.objects.filter(pk=attempt.pk, status__in=LIVE_ATTEMPT_STATUSES).update(**values)
+    return EventBatchOutcome(stored=len(fresh), duplicates=len(existing), next_seq=first_seq + len(events))
+
+
+@dataclass(frozen=True)
+class StoredArtifact:
+    artifact: Artifact
+    created: bool
+
+
+def _artifact_too_large(size: int, limit: int) -> ProtocolError:
+    return ProtocolError(413, "artifact_too_large",
+                         _("The artifact is %(size)d bytes; the limit is %(limit)d.") % {"size": size, "limit": limit},
+                         extra={"limit": limit})
+
+
+def _quota_exceeded(used: int, size: int, limit: int) -> ProtocolError:
+    return ProtocolError(
+        413, "job_artifact_quota_exceeded",
+        _("This job already stores %(used)d bytes of artifacts; %(size)d more would pass the limit of %(limit)d.")
+        % {"used": used, "size": size, "limit": limit},
+        extra={"limit": limit},
+    )
+
+
+def _job_artifact_bytes(job_id: int) -> int:
+    return Artifact.objects.filter(job_id=job_id).aggregate(total=Sum("size"))["total"] or 0
+
+
+def artifact_store(*, attempt: JobAttempt, sha256: str, name: str, media_type: str, stream: BinaryIO,
+                   declared_size: int, now: datetime | None = None) -> StoredArtifact:
+    """Hash the body while copying it to a temporary file; keep it only when it hashes to its name.
+
+    The file goes to the artifact storage under its digest (shared by every job that uploads the same bytes),
+    then one short transaction records it, so nothing is half-written when any check fails.
+    """
+    config = protocol_settings()
+    now = now or timezone.now()
+    existing = Artifact.objects.filter(job_id=attempt.job_id, sha256=sha256).first()
+    if existing is not None:
+        return StoredArtifact(existing, created=False)
+    if declared_size > config.max_artifact_bytes:
+        raise _artifact_too_large(declared_size, config.max_artifact_bytes)
+    used = _job_artifact_bytes(attempt.job_id)
+    if used + declared_size > config.max_job_artifact_bytes:
+        raise _quota_exceeded(used, declared_size, config.max_job_artifact_bytes)
+
+    digest = hashlib.sha256()
+    size = 0
+    with tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR) as spooled:
+        while chunk := stream.read(1024 * 1024):
+            size += len(chunk)
+            if size > config.max_artifact_bytes:
+                raise _artifact_too_large(size, config.max_artifact_bytes)
+            digest.update(chunk)
+            spooled.write(chunk)
+        if size != declared_size:
+            raise ProtocolError(400, "validation_error",
+                                _("The body has %(size)d bytes but Content-Length said %(declared)d.")
+                                % {"size": size, "declared": declared_size})
+        if digest.hexdigest() != sha256:
+            raise ProtocolError(400, "digest_mismatch",
+                                _("The body hashes to %(actual)s, not to %(expected)s; nothing was stored.")
+                                % {"actual": digest.hexdigest(), "expected": sha256})
+        storage = artifact_storage()
+        storage_name = artifact_storage_name(sha256)
+        if not storage.exists(storage_name):
+            spooled.seek(0)
+            storage_name = storage.save(storage_name, File(spooled, name=storage_name))
+
+    try:
+        with transaction.atomic():
+            Job.objects.select_for_update().filter(pk=attempt.job_id).first()
+            used = _job_artifact_bytes(attempt.job_id)
+            if used + size > config.max_job_artifact_bytes:
+                raise _quota_exceeded(used, size, config.max_job_artifact_bytes)
+            artifact = Artifact.objects.create(
+                job_id=attempt.job_id, attempt=attempt, sha256=sha256, name=name, media_type=media_type, size=size,
+                storage_name=storage_name, created_at=now,
+            )
+    except IntegrityError:
+        # The same upload arrived twice at once: the other request stored it.
+        return StoredArtifact(Artifact.objects.get(job_id=attempt.job_id, sha256=sha256), created=False)
+    except ProtocolError:
+        _delete_unreferenced(storage_name)
+        raise
+    return StoredArtifact(artifact, created=True)
+
+
+def _delete_unreferenced(storage_name: str) -> None:
+    if storage_name and not Artifact.objects.filter(storage_name=storage_name, purged_at__isnull=True).exists():
+        artifact_storage().delete(storage_name)
+
+
+@dataclass(frozen=True)
+class FinishReply:
+    status_code: int
+    body: dict[str, Any]
+    replayed: bool
+
+
+def attempt_finish(*, attempt: JobAttempt, idempotency_key: str, raw_body: bytes, payload: dict[str, Any],
+                   now: datetime | None = None) -> FinishReply:
+    """Store an attempt's finish once, in one transaction, and decide whether it is the job's canonical result.
+
+    A repeat with the same key and the same bytes gets the stored reply; the same key with other bytes is 409.
+    A finish from a superseded attempt is stored too, never canonical. Ingest is queued when the transaction commits.
+    """
+    from apps.benchmarks.tasks import ingest_result
+
+    _check_attempt_number(attempt, payload["attempt"])
+    now = now or timezone.now()
+    body_sha256 = hashlib.sha256(raw_body).hexdigest()
+    with transaction.atomic():
+        attempt = JobAttempt.objects.select_for_update().select_related("agent").get(pk=attempt.pk)
+        job = Job.objects.select_for_update().get(pk=attempt.job_id)
+        if attempt.finish_idempotency_key:
+            if attempt.finish_idempotency_key != idempotency_key:
+                raise ProtocolError(409, "attempt_finished",
+                                    _("Attempt %(attempt)d of job %(job)d already finished under another key.")
+                                    % {"attempt": attempt.number, "job": job.pk})
+            if attempt.finish_body_sha256 != body_sha256:
+                raise ProtocolError(409, "idempotency_key_reused",
+                                    _("This Idempotency-Key was already used with a different body."))
+            return FinishReply(attempt.finish_reply_status, attempt.finish_reply, replayed=True)
+
+        listed = {item["sha256"] for item in payload["artifacts"]}
+        artifacts = list(Artifact.objects.filter(job=job, sha256__in=listed))
+        missing = sorted(listed - {artifact.sha256 for artifact in artifacts})
+        if missing:
+            raise ProtocolError(400, "artifacts_missing",
+                                _("%(count)d listed artifacts were never uploaded.") % {"count": len(missing)},
+                                extra={"missing": missing})
+
+        status = payload["status"]
+        canonical = _settle_job(job=job, attempt=attempt, status=status, error=payload.get("error"), now=now)
+        result = Result.objects.create(
+            job=job, attempt=attempt, status=status, canonical=canonical, result=payload.get("result"),
+            error=payload.get("error"), started_at=payload.get("started_at"), finished_at=payload["finished_at"],
+            event_count=payload["event_count"], events_received=attempt.events.count(),
+            agent_version=payload.get("agent_version") or attempt.agent.version, spec=job.spec,
+            spec_sha256=job.spec_sha256, acceptance_criteria=job.acceptance_criteria, recorded_at=now,
+        )
+        result.artifacts.set(artifacts)
+        reply = {"job_id": str(job.pk), "attempt": attempt.number, "status": status, "canonical": canonical,
+                 "recorded_at": protocol.format_timestamp(now)}
+        attempt.finish_idempotency_key = idempotency_key
+        attempt.finish_body_sha256 = body_sha256
+        attempt.finish_reply_status = 201
+        attempt.finish_reply = reply
+        if attempt.status in LIVE_ATTEMPT_STATUSES:
+            attempt.status = status
+        attempt.ended_at = attempt.ended_at or now
+        attempt.save(update_fields=["finish_idempotency_key", "finish_body_sha256", "finish_reply_status",
+                                    "finish_reply", "status", "ended_at"])
+        ingest_result.delay_on_commit(result.pk)
+    if not attempt.agent.attempts.filter(status__in=LIVE_ATTEMPT_STATUSES).exists():
+        agent_touch(agent=attempt.agent, status=AgentStatus.ONLINE, now=now)
+    return FinishReply(201, reply, replayed=False)
+
+
+def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | None, now: datetime) -> bool:
+    """Move the (locked) job on after its attempt finished; True when this finish is the canonical result.
+
+    Only the job's current attempt counts, and only while no newer attempt is queued: a finish from an attempt the
+    reaper already replaced is kept for the record, not canonical. A failed or handed-back attempt is retried while
+    the attempt limit allows and nobody asked to cancel.
+    """
+    current = attempt.number == job.attempt_count
+    still_open = job.status in ACTIVE_JOB_STATUSES or (
+        job.status == JobStatus.FAILED and attempt.status == AttemptStatus.AGENT_LOST
+    )
+    if not current or not still_open or job.results.filter(canonical=True).exists():
+        return False
+    retry_allowed = job.attempt_count < job.max_attempts and not job.cancel_requested
+    if status in (ResultStatus.FAILED, ResultStatus.HANDED_BACK) and retry_allowed and job.status != JobStatus.FAILED:
+        job.status = JobStatus.QUEUED
+        job.save(update_fields=["status"])
+        return False
+    if status == ResultStatus.SUCCEEDED:
+        job.status = JobStatus.SUCCEEDED
+        job.failure_reason = ""
+    elif status == ResultStatus.CANCELLED or job.cancel_requested:
+        job.status = JobStatus.CANCELLED
+    else:
+        job.status = JobStatus.FAILED
+        message = (error or {}).get("message") if isinstance(error, dict) else None
+        job.failure_reason = str(message or status)[:300]
+    job.finished_at = now
+    job.save(update_fields=["status", "failure_reason", "finished_at"])
+    return True
+
+
+def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: dict[str, Any],
+                       now: datetime | None = None) -> tuple[Claim, bool]:
+    """Create (or find again) the job and attempt of a run made offline, with a fresh job token.
+
+    The job targets only this agent and has one attempt: nobody else can re-run what happened on that node.
+    """
+    now = now or timezone.now()
+    secret = protocol.new_token(protocol.JOB_TOKEN_PREFIX)
+    lease_end = now + timedelta(seconds=protocol_settings().claim_lease_s)
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(target_agent=agent, offline_run_id=offline_run_id).first()
+        created = job is None
+        if created:
+            job = Job.objects.create(
+                team_id=agent.pool.team_id, kind=kind, spec=spec, spec_sha256=protocol.canonical_sha256(spec),
+                target_pool_id=agent.pool_id, target_agent=agent, status=JobStatus.CLAIMED, attempt_count=1,
+                max_attempts=1, offline_run_id=offline_run_id, created_at=now,
+            )
+            attempt = JobAttempt.objects.create(
+                job=job, number=1, agent=agent, token_hash=protocol.token_hash(secret), claimed_at=now,
+                lease_expires_at=lease_end,
+            )
+        else:
+            attempt = JobAttempt.objects.select_for_update().get(job=job, number=1)
+            attempt.token_hash = protocol.token_hash(secret)
+            fields = ["token_hash"]
+            if attempt.status in LIVE_ATTEMPT_STATUSES:
+                attempt.lease_expires_at = max(attempt.lease_expires_at, lease_end)
+                fields.append("lease_expires_at")
+            attempt.save(update_fields=fields)
+    return Claim(job=job, attempt=attempt, job_token=secret, lease=_lease_of(attempt)), created
+
+
+# --- Celery task bodies ---------------------------------------------------------------------------------------------
+
+
+def result_ingest(*, result_id: int, now: datetime | None = None) -> bool:
+    """Compute a result's summary (telemetry, event completeness, inventory) exactly once; False if nothing to do."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        result = Result.objects.select_for_update().select_related("job", "attempt__agent").filter(pk=result_id).first()
+        if result is None or result.ingested_at is not None:
+            return False
+        events = JobEvent.objects.filter(attempt_id=result.attempt_id)
+        telemetry = telemetry_samples(events.filter(kind="telemetry").order_by("seq").values_list("data", flat=True)
+                                      .iterator())
+        summary: dict[str, Any] = {
+            "events_expected": result.event_count,
+            "events_received": events.count(),
+            "telemetry": summarise_samples(telemetry),
+            "artifacts": result.artifacts.count(),
+        }
+        summary["events_complete"] = summary["events_received"] >= result.event_count
+        if (
+            result.job.kind == "inventory"
+            and result.status == ResultStatus.SUCCEEDED
+            and isinstance(result.result, dict)
+        ):
+            snapshot = record_inventory(agent=result.attempt.agent, inventory=result.result,
+                                        source=InventorySource.JOB, now=now)
+            summary["inventory_sha256"] = snapshot.sha256
+            summary["gpu_count"] = snapshot.gpu_count
+            summary["gpu_names"] = snapshot.gpu_names
+        result.summary = summary
+        result.ingested_at = now
+        result.save(update_fields=["summary", "ingested_at"])
+    return True
+
+
+def reap_expired_leases(*, now: datetime | None = None) -> int:
+    """Attempts whose lease expired become agent_lost and their job is queued again (within its attempt limit).
+
+    Each attempt is taken with a conditional UPDATE, so a lease renewed meanwhile, or a second reaper, wins cleanly.
+    """
+    now = now or timezone.now()
+    reaped = 0
+    expired = JobAttempt.objects.filter(status__in=LIVE_ATTEMPT_STATUSES, lease_expires_at__lt=now)
+    for attempt_id, job_id, agent_id in list(expired.values_list("pk", "job_id", "agent_id")[:500]):
+        with transaction.atomic():
+            if JobAttempt.objects.filter(
+                pk=attempt_id, status__in=LIVE_ATTEMPT_STATUSES, lease_expires_at__lt=now
+            ).update(status=AttemptStatus.AGENT_LOST, ended_at=now) != 1:
+                continue
+            reaped += 1
+            job = Job.objects.select_for_update().get(pk=job_id)
+            attempt = JobAttempt.objects.get(pk=attempt_id)
+            if attempt.number == job.attempt_count and job.status in ACTIVE_JOB_STATUSES:
+                if job.cancel_requested:
+                    job.status = JobStatus.CANCELLED
+                    job.finished_at = now
+                elif job.attempt_count < job.max_attempts:
+                    job.status = JobStatus.QUEUED
+                else:
+                    job.status = JobStatus.FAILED
+                    job.failure_reason = (
+                        f"the agent was lost during each of {job.attempt_count} attempts (attempt limit reached)"
+                    )
+                    job.finished_at = now
+                job.save(update_fields=["status", "failure_reason", "finished_at"])
+            logger.info("reaped attempt %s of job %s (lease expired); job is now %s", attempt.number, job.pk,
+                        job.status)
+        agent_mark_lost_if_silent(agent_id=agent_id, now=now)
+    agents_mark_offline(now=now)
+    return reaped
+
+
+@dataclass(frozen=True)
+class Pending:
+    plan_ids: list[int]
+    result_ids: list[int]
+
+
+def pending_work(*, now: datetime | None = None, older_than_s: int | None = None) -> Pending:
+    """What still waits for a task whose message may have been lost: plans not dispatched, results not ingested."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.DOSSIER_REDRIVE_AFTER_S if older_than_s is None else older_than_s)
+    plans = BenchmarkPlan.objects.filter(status=PlanStatus.DISPATCHING, dispatch_requested_at__lt=cutoff)
+    results = Result.objects.filter(ingested_at__isnull=True, recorded_at__lt=cutoff)
+    return Pending(plan_ids=list(plans.values_list("pk", flat=True)[:500]),
+                   result_ids=list(results.values_list("pk", flat=True)[:500]))
+
+
+def artifacts_purge_expired(*, now: datetime | None = None) -> int:
+    """Delete the files of unpinned artifacts older than the retention period; the rows stay, marked purged."""
+    days = settings.DOSSIER_ARTIFACT_RETENTION_DAYS
+    if days <= 0:
+        return 0
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=days)
+    purged = 0
+    for artifact in Artifact.objects.filter(pinned=False, purged_at__isnull=True, created_at__lt=cutoff)[:1000]:
+        with transaction.atomic():
+            if Artifact.objects.filter(pk=artifact.pk, pinned=False, purged_at__isnull=True).update(purged_at=now) != 1:
+                continue
+            purged += 1
+            transaction.on_commit(lambda name=artifact.storage_name: _delete_unreferenced(name))
+    return purged
+
+
+@transaction.atomic
+def artifact_set_pinned(*, artifact: Artifact, pinned: bool, actor=None) -> Artifact:
+    """Pin (never purge) or unpin an artifact; a purged artifact cannot be pinned again (its bytes are gone)."""
+    if pinned and artifact.purged_at is not None:
+        raise PlanError(_("This artifact was purged; it cannot be pinned."))
+    before = model_snapshot(artifact, ["id", "pinned"])
+    artifact.pinned = pinned
+    artifact.save(update_fields=["pinned"])
+    record_change(actor=actor, instance=artifact, action="update", before=before,
+                  after=model_snapshot(artifact, ["id", "pinned"]), team=artifact.job.team)
+    return artifact

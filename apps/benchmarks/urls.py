@@ -1,0 +1,21 @@
+"""Browser pages of the benchmarks: plans, jobs, events, artifacts."""
+
+from django.urls import path
+
+from apps.benchmarks import views
+
+app_name = "benchmarks"
+
+urlpatterns = [
+    path("", views.plan_list, name="plan-list"),
+    path("plans/new/", views.plan_create_view, name="plan-create"),
+    path("plans/<int:pk>/", views.plan_detail, name="plan-detail"),
+    path("plans/<int:pk>/dispatch/", views.plan_dispatch_view, name="plan-dispatch"),
+    path("agents/<int:agent_pk>/inventory/", views.run_inventory, name="run-inventory"),
+    path("jobs/", views.job_list, name="job-list"),
+    path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
+    path("jobs/<int:pk>/progress/", views.job_progress, name="job-progress"),
+    path("jobs/<int:pk>/events/", views.job_events_view, name="job-events"),
+    path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),
+    path("artifacts/<int:pk>/download/", views.artifact_download, name="artifact-download"),
+]
