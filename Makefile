@@ -69,11 +69,12 @@ run: prepare
 	@echo
 	PATH="$(CURDIR)/$(BIN):$$PATH" DOSSIER_BIND="$(BIND)" exec $(BIN)/honcho start --env /dev/null -f Procfile
 
-# Debian's Chromium for the browser tests (Playwright cannot download a browser here) and gettext's msgfmt for the
-# translation tests; installed only when absent.
+# Debian's Chromium for the browser tests (Playwright cannot download a browser here), gettext's msgfmt for the
+# translation tests and LibreOffice Calc (headless) to recalculate the XLSX export; installed only when absent.
 system-deps:
 	@missing=""; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v soffice >/dev/null || missing="$$missing libreoffice-calc-nogui"; \
 	command -v msgfmt >/dev/null || missing="$$missing gettext"; \
 	if [ -n "$$missing" ]; then \
 		echo "Installing$$missing with apt-get"; \

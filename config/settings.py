@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "apps.fleet",
     "apps.benchmarks",
     "apps.quotes",
+    "apps.decisions",
 ]
 
 MIDDLEWARE = [
@@ -228,6 +229,7 @@ SPECTACULAR_SETTINGS = {
         "GpuSpecKeyEnum": "apps.catalog.models.SpecKey",
         "GpuSpecUnitEnum": "apps.catalog.models.SpecUnit",
         "FormFactorEnum": "apps.catalog.models.FormFactor",
+        "DecisionRecordStatusEnum": "apps.decisions.models.RecordStatus",
     },
 }
 
@@ -284,6 +286,7 @@ CELERY_BEAT_SCHEDULE = {
     "redrive-pending": {"task": "benchmarks.redrive_pending", "schedule": DOSSIER_REDRIVE_INTERVAL_S},
     "purge-expired-artifacts": {"task": "benchmarks.purge_expired_artifacts", "schedule": 6 * 3600},
     "flag-stale-prices": {"task": "quotes.flag_stale_prices", "schedule": 3600},
+    "flag-records-for-revisit": {"task": "decisions.flag_records_for_revisit", "schedule": 3600},
 }
 
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}

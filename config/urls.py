@@ -10,6 +10,8 @@ api_v1 = [
     path("catalog/", include("apps.catalog.api.urls")),
     path("workloads/", include("apps.workloads.api.urls")),
     path("quotes/", include("apps.quotes.api.urls")),
+    path("decisions/records/", include("apps.decisions.api.urls_records")),
+    path("decisions/", include("apps.decisions.api.urls")),
     path("fleet/", include("apps.fleet.api.urls")),
     path("benchmarks/", include("apps.benchmarks.api.urls")),
 ]
@@ -23,6 +25,8 @@ urlpatterns = [
     path("catalog/", include("apps.catalog.urls")),
     path("workloads/", include("apps.workloads.urls")),
     path("quotes/", include("apps.quotes.urls")),
+    path("decisions/records/", include("apps.decisions.urls_records")),
+    path("decisions/", include("apps.decisions.urls")),
     path("audit/", include("apps.audit.urls")),
     path("fleet/", include("apps.fleet.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
