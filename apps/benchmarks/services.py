@@ -18,6 +18,7 @@ from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
 from apps.audit.services import model_snapshot, record_change
@@ -608,6 +609,14 @@ def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: di
 # --- Celery task bodies ---------------------------------------------------------------------------------------------
 
 
+#: Kind-specific ingest: job kind → dotted path of `handler(*, result, now) -> dict`, called inside result_ingest's
+#: transaction (so exactly once per result); the dict it returns is merged into the result's summary.
+INGEST_HANDLERS: dict[str, str] = {
+    "throughput": "apps.benchmarks.phase2.ingest_throughput",
+    "memory_fit": "apps.benchmarks.phase1.ingest_memory_fit",
+}
+
+
 def result_ingest(*, result_id: int, now: datetime | None = None) -> bool:
     """Compute a result's summary (telemetry, event completeness, inventory) exactly once; False if nothing to do."""
     now = now or timezone.now()
@@ -635,6 +644,9 @@ def result_ingest(*, result_id: int, now: datetime | None = None) -> bool:
             summary["inventory_sha256"] = snapshot.sha256
             summary["gpu_count"] = snapshot.gpu_count
             summary["gpu_names"] = snapshot.gpu_names
+        handler = INGEST_HANDLERS.get(result.job.kind)
+        if handler is not None:
+            summary.update(import_string(handler)(result=result, now=now))
         result.summary = summary
         result.ingested_at = now
         result.save(update_fields=["summary", "ingested_at"])

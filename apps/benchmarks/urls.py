@@ -18,4 +18,5 @@ urlpatterns = [
     path("jobs/<int:pk>/events/", views.job_events_view, name="job-events"),
     path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),
     path("artifacts/<int:pk>/download/", views.artifact_download, name="artifact-download"),
+    path("candidates/<int:candidate_pk>/memory-fit/", views.memory_fit_plan_create_view, name="memory-fit-plan"),
 ]

@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import FileResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -175,3 +175,42 @@ def artifact_download(request, pk: int):
         return render(request, "benchmarks/artifact_purged.html", {"artifact": artifact}, status=410)
     handle = artifact_storage().open(artifact.storage_name, "rb")
     return FileResponse(handle, as_attachment=True, filename=artifact.name, content_type=artifact.media_type)
+
+
+def memory_fit_plan_create_view(request, candidate_pk: int):
+    """Phase 1 planned from the candidate's workload version: the derived target, editable, then a plan (issue 6)."""
+    from apps.benchmarks import phase1
+    from apps.quotes.selectors import candidates_for
+
+    require_role(request, *OPERATOR_ROLES)
+    candidate = get_object_or_404(candidates_for(request.user), pk=candidate_pk)
+    try:
+        estimate = phase1.candidate_estimate_plan(candidate)
+        defaults = phase1.default_settings(estimate)
+        preview = phase1.candidate_spec(candidate, defaults)
+    except phase1.Phase1Error as error:
+        return render(request, "benchmarks/partials/memory_fit_plan_page.html",
+                      {"candidate": candidate, "problem": str(error)}, status=409)
+    form = phase1.MemoryFitPlanForm(request.POST or None, team=candidate.team,
+                                    initial={"tokens": defaults.tokens, "concurrency": defaults.concurrency})
+    if request.method == "POST" and form.is_valid():
+        try:
+            plan = phase1.memory_fit_plan_create(
+                candidate=candidate, settings=form.settings(), target_pool=form.cleaned_data["target_pool"],
+                target_agent=form.cleaned_data["target_agent"], actor=request.user,
+            )
+        except (phase1.Phase1Error, PlanError) as error:
+            form.add_error(None, str(error))
+        else:
+            if form.cleaned_data["dispatch"]:
+                plan_request_dispatch(plan=plan, actor=request.user)
+                messages.success(request, _("Plan %(plan)s is being dispatched.") % {"plan": plan.name})
+            else:
+                messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
+            return redirect(plan)
+    return render(request, "benchmarks/partials/memory_fit_plan_page.html", {
+        "candidate": candidate, "form": form, "training": phase1.is_training(estimate),
+        "predicted_total_mib": round(preview["predicted"]["total_bytes"] / phase1.MIB, 1),
+        "capacity": preview.get("capacity"),
+        "capacity_mib": round(preview["capacity"]["usable_bytes"] / phase1.MIB, 1) if preview.get("capacity") else None,
+    }, status=400 if request.method == "POST" else 200)

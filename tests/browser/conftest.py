@@ -1,7 +1,7 @@
 """Playwright (sync API) driving Debian's Chromium against pytest-django's live server.
 
 Chromium comes from apt (`apt-get install chromium`), never from a Playwright download. Fixtures:
-`browser` (one per session), `page` (a fresh context per test, relative URLs resolve against the live server)
+`browser` (one per test module), `page` (a fresh context per test, relative URLs resolve against the live server)
 and `login(page, user)` (signs in through the real login form).
 """
 
@@ -18,7 +18,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-g
 TIMEOUT_MS = 15_000
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running in the test thread while it is open,
+# which would break every later test that calls asyncio.run(), and the variable below must not leak into the
+# subprocesses of later tests (check --deploy refuses it).
+@pytest.fixture(scope="module")
 def _allow_orm_beside_playwright():
     # Playwright's sync API keeps an asyncio event loop in the test thread; Django refuses ORM calls from a thread
     # with a running loop unless told that this is deliberate.
@@ -31,7 +34,7 @@ def _allow_orm_beside_playwright():
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(_allow_orm_beside_playwright):
     from playwright.sync_api import sync_playwright
 

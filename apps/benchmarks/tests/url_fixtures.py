@@ -53,6 +53,12 @@ def make_result_job(team):
     return attempt.result
 
 
+def _make_candidate(team):
+    from apps.quotes.tests.url_fixtures import make_candidate
+
+    return make_candidate(team)
+
+
 URL_FIXTURES = {
     "benchmarks:plan-detail": make_plan,
     "benchmarks:plan-dispatch": make_plan,
@@ -62,6 +68,7 @@ URL_FIXTURES = {
     "benchmarks:job-events": make_job,
     "benchmarks:job-cancel": make_job,
     "benchmarks:artifact-download": make_artifact,
+    "benchmarks:memory-fit-plan": lambda team: {"candidate_pk": _make_candidate(team).pk},
     "benchmarks-api:plan-detail": make_plan,
     "benchmarks-api:job-detail": make_job,
     "benchmarks-api:job-cancel": make_job,
