@@ -81,3 +81,12 @@ def test_the_candidate_partial_flags_the_agents_whose_node_differs(rf, agent, ca
     agent_link_candidate(agent=agent, candidate=candidate)  # registered with one GPU, the quote says 8
     html = render_to_string("fleet/partials/candidate_agents.html", {"candidate": candidate})
     assert agent.name in html and "difference from the quote" in html
+
+
+@pytest.mark.django_db
+def test_the_candidate_page_flags_an_agent_whose_node_differs_from_the_quote(client_for, finance_user, agent,
+                                                                             candidate):
+    agent_link_candidate(agent=agent, candidate=candidate)  # registered with one GPU, the quote says 8
+    page = client_for(finance_user).get(candidate.get_absolute_url()).content.decode()
+    section = page[page.index('id="candidate-agents"'):]
+    assert agent.name in section and "difference from the quote" in section
