@@ -474,7 +474,7 @@ def test_round_money_only_for_display():
     assert round_money(D("0.005")) == D("0.01")
     assert round_money(D("1234.5"), "JPY") == D(1235)
     with pytest.raises(NormalizationError):
-        round_money(D(1), "XXX")
+        round_money(D(1), "QQQ")
 
 
 # --- properties -------------------------------------------------------------------------------------------------
