@@ -1,4 +1,4 @@
-"""`scoped_models`: install tests.scoped_app for one test module and create its tables once per test database."""
+"""`scoped_models`: install tests.scoped_app for one test module, with its tables created and then dropped again."""
 
 from types import SimpleNamespace
 
@@ -26,3 +26,11 @@ def scoped_models(django_db_setup, django_db_blocker):
             ContentType.objects.clear_cache()
             ContentType.objects.get_for_models(*models)
         yield SimpleNamespace(Note=Note, NoteComment=NoteComment, GlobalPage=GlobalPage)
+        # Drop the tables again: left behind, their foreign keys to accounts_team make PostgreSQL refuse the
+        # TRUNCATE with which later transactional tests flush the database (the app is not installed there).
+        with django_db_blocker.unblock():
+            with connection.schema_editor() as editor:
+                for model in reversed(models):
+                    if model._meta.db_table in connection.introspection.table_names():
+                        editor.delete_model(model)
+            ContentType.objects.clear_cache()
