@@ -112,9 +112,10 @@ TEMPLATES = [
 
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'dossier.sqlite3'}")
 DATABASES = {"default": parse_database_url("DATABASE_URL", DATABASE_URL)}
-if DATABASES["default"]["ENGINE"].endswith("postgresql"):
-    DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Persistent connections on both engines: opening SQLite (WAL pragmas) or PostgreSQL per request costs more than the
+# heartbeat it serves. Django closes a connection after an error or once it is older than this.
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Tests on SQLite use a file, not memory, so the end-to-end tests' Celery worker (another process) can open the
     # live test server's database. One file per test run (the process id) in the system's temporary folder.
@@ -242,6 +243,10 @@ DOSSIER_JOB_CLAIM_LEASE_S = env_int("DOSSIER_JOB_CLAIM_LEASE_S", 60, minimum=2)
 DOSSIER_JOB_LEASE_TTL_S = env_int("DOSSIER_JOB_LEASE_TTL_S", 90, minimum=2)
 DOSSIER_JOB_LEASE_RENEW_S = env_int("DOSSIER_JOB_LEASE_RENEW_S", 30, minimum=1)
 DOSSIER_JOB_MAX_ATTEMPTS = env_int("DOSSIER_JOB_MAX_ATTEMPTS", 3, minimum=1, maximum=20)
+# Job groups (multi-node all-reduce): the rendezvous ports handed out, and how often a waiting rank asks.
+DOSSIER_GROUP_PORT_MIN = env_int("DOSSIER_GROUP_PORT_MIN", 29500, minimum=1024, maximum=65535)
+DOSSIER_GROUP_PORT_MAX = env_int("DOSSIER_GROUP_PORT_MAX", 29999, minimum=DOSSIER_GROUP_PORT_MIN, maximum=65535)
+DOSSIER_GROUP_POLL_S = env_int("DOSSIER_GROUP_POLL_S", 2, minimum=1, maximum=60)
 DOSSIER_AGENT_MAX_BODY_BYTES = env_int("DOSSIER_AGENT_MAX_BODY_BYTES", 1024 * 1024, minimum=64 * 1024)
 DOSSIER_AGENT_MAX_EVENTS_PER_BATCH = env_int("DOSSIER_AGENT_MAX_EVENTS_PER_BATCH", 500, minimum=1)
 DOSSIER_ARTIFACT_MAX_BYTES = env_int("DOSSIER_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024, minimum=1)

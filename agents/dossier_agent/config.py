@@ -52,6 +52,8 @@ class AgentConfig:
     insecure_skip_tls_verify: bool = False
     log_level: str = "info"
     keep_workdirs: bool = False
+    advertise_address: str | None = None  # where other ranks of a job group reach this node (default: as seen)
+    machine_id: str | None = None  # only to run several agents on one host: each needs its own identity
     config_file: Path | None = None
 
     def __post_init__(self) -> None:
@@ -74,7 +76,8 @@ class AgentConfig:
 _PATH_FIELDS = {"state_dir", "token_file", "spool_dir", "work_dir"}
 _FLOAT_FIELDS = {"telemetry_interval_s", "shutdown_grace_s", "request_timeout_s"}
 _BOOL_FIELDS = {"insecure_skip_tls_verify", "keep_workdirs"}
-_STRING_FIELDS = {"server_url", "agent_token", "registration_token", "name", "ca_bundle", "log_level"}
+_STRING_FIELDS = {"server_url", "agent_token", "registration_token", "name", "ca_bundle", "log_level",
+                  "advertise_address", "machine_id"}
 _LOG_LEVELS = {"debug", "info", "warning", "error"}
 
 
@@ -113,6 +116,13 @@ def _parse_value(key: str, value: Any, origin: str) -> Any:
         if text not in _LOG_LEVELS:
             raise ConfigError(f"log_level from {origin} must be one of {sorted(_LOG_LEVELS)}, got {value!r}")
         return text
+    if key == "advertise_address":
+        import ipaddress
+
+        try:
+            return str(ipaddress.ip_address(str(value).strip()))
+        except ValueError:
+            raise ConfigError(f"advertise_address from {origin} must be an IP address, got {value!r}") from None
     if key == "server_url":
         text = str(value).rstrip("/")
         if not text.startswith(("http://", "https://")):

@@ -6,8 +6,10 @@ Everything they report goes to the spool first (events, artifacts); the agent up
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,6 +88,20 @@ class JobContext:
         record = self._spool.write_artifact(data, name, media_type)
         self.artifacts.append(record.as_dict())
         return record.sha256
+
+    def wait_rendezvous(self, timeout_s: float, poll_s: float = 0.1) -> dict[str, Any] | None:
+        """For a job of a job group: wait until the server says every rank is claimed, then return
+        {"master_addr": …, "master_port": …, "generation": …}; None on timeout. Raises JobCancelled when the job is
+        cancelled meanwhile. The agent's lease thread writes what the server said (docs/agent-protocol.md §8)."""
+        path = self._spool.rendezvous_path
+        deadline = time.monotonic() + float(timeout_s)
+        while True:
+            if path.exists():
+                return json.loads(path.read_text())
+            self.raise_if_cancelled()
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(poll_s)
 
     def cancelled(self) -> bool:
         """True once the server asked to cancel the job or the agent is shutting down: stop soon, then return."""

@@ -45,10 +45,11 @@ def registration_payload(
         "name": config.name,
         "agent_version": __version__,
         "protocol_version": PROTOCOL_VERSION,
-        "machine_id": inventory["host"]["machine_id"],
+        "machine_id": config.machine_id or inventory["host"]["machine_id"],
         "job_kinds": registry.offered(),
         "operations": declared_operations(config.operations),
         "inventory": inventory,
+        **({"advertise_address": config.advertise_address} if config.advertise_address else {}),
     }
 
 

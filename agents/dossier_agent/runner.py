@@ -278,8 +278,9 @@ class AgentRunner:
         attempt.mark_started(started_at, acknowledged=True)
         lease = LeaseKeeper(
             self.new_client(), job_id=job_id, attempt=number, job_token=job_token,
-            progress=attempt.read_progress,
+            progress=attempt.read_progress, rendezvous_path=attempt.rendezvous_path,
         )
+        lease.apply_reply(claim)
         lease.apply_reply(reply)
         job_kind = self.registry.get(attempt.kind)
         if job_kind is None:

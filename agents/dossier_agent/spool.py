@@ -93,6 +93,11 @@ class AttemptSpool:
         self._header: dict[str, Any] | None = None
         self._manifest_lock = threading.Lock()
 
+    @property
+    def rendezvous_path(self) -> Path:
+        """Where the lease thread writes a job group's rendezvous for the job process (docs/agent-protocol.md §8)."""
+        return self.directory / "rendezvous.json"
+
     # -- identity -----------------------------------------------------------------------------------------
     @property
     def key(self) -> str:

@@ -72,6 +72,56 @@ ACTIVE_JOB_STATUSES = (JobStatus.CLAIMED, JobStatus.RUNNING)
 FINAL_JOB_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
+class JobGroupStatus(models.TextChoices):
+    WAITING = "waiting", _("waiting for every rank")
+    SUCCEEDED = "succeeded", _("succeeded")
+    FAILED = "failed", _("failed")
+    CANCELLED = "cancelled", _("cancelled")
+
+
+class JobGroup(models.Model):
+    """Jobs that must run at the same time, one per rank (a multi-node all-reduce), and their meeting point.
+
+    Every rank's job is claimed like any other; once every rank of the current generation is claimed, the claim,
+    start and lease replies carry the rendezvous (rank 0's address and `master_port`). When one rank's attempt is
+    lost, fails or is handed back, the whole group starts again as the next generation (docs/agent-protocol.md §8).
+    """
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="job_groups",
+                             verbose_name=_("team"))
+    plan = models.ForeignKey(BenchmarkPlan, on_delete=models.PROTECT, null=True, blank=True, related_name="groups",
+                             verbose_name=_("plan"))
+    kind = models.CharField(_("kind"), max_length=32)
+    world_size = models.PositiveSmallIntegerField(_("ranks"))
+    generation = models.PositiveIntegerField(_("generation"), default=1)
+    max_generations = models.PositiveIntegerField(_("generation limit"), default=3)
+    master_port = models.PositiveIntegerField(_("rendezvous port"))
+    status = models.CharField(_("status"), max_length=10, choices=JobGroupStatus.choices,
+                              default=JobGroupStatus.WAITING)
+    rerun_reason = models.CharField(_("last re-run reason"), max_length=300, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("job group")
+        verbose_name_plural = _("job groups")
+        constraints = [
+            models.CheckConstraint(condition=Q(world_size__gte=1), name="benchmarks_group_world_size_positive"),
+            models.CheckConstraint(condition=Q(generation__lte=models.F("max_generations")),
+                                   name="benchmarks_group_generations_bounded"),
+        ]
+
+    def __str__(self) -> str:
+        return f"g-{self.pk} {self.kind} ×{self.world_size}"
+
+    @property
+    def public_id(self) -> str:
+        return f"g-{self.pk}"
+
+
 class Job(models.Model):
     """One unit of work for one agent. Its spec and acceptance criteria are frozen when it is dispatched."""
 
@@ -99,6 +149,14 @@ class Job(models.Model):
                                             blank=True, related_name="+", verbose_name=_("cancelled by"))
     failure_reason = models.CharField(_("failure reason"), max_length=300, blank=True)
     offline_run_id = models.CharField(_("offline run id"), max_length=64, blank=True)
+    candidate = models.ForeignKey(
+        "quotes.Candidate", on_delete=models.SET_NULL, null=True, blank=True, related_name="benchmark_jobs",
+        verbose_name=_("candidate"),
+        help_text=_("The candidate this job measures: named by its plan, else the candidate of the agent's node."),
+    )
+    group = models.ForeignKey(JobGroup, on_delete=models.PROTECT, null=True, blank=True, related_name="jobs",
+                              verbose_name=_("job group"))
+    group_rank = models.PositiveSmallIntegerField(_("rank in the group"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
@@ -121,6 +179,10 @@ class Job(models.Model):
                 condition=~Q(offline_run_id=""),
                 name="benchmarks_job_unique_offline_run",
             ),
+            models.UniqueConstraint(fields=["group", "group_rank"], condition=Q(group__isnull=False),
+                                    name="benchmarks_job_unique_group_rank"),
+            models.CheckConstraint(condition=Q(group__isnull=True) | Q(group_rank__isnull=False),
+                                   name="benchmarks_job_group_has_rank"),
         ]
 
     def __str__(self) -> str:
@@ -172,6 +234,9 @@ class JobAttempt(models.Model):
     finish_body_sha256 = models.CharField(_("finish body SHA-256"), max_length=64, blank=True)
     finish_reply_status = models.PositiveSmallIntegerField(_("finish reply status"), null=True, blank=True)
     finish_reply = models.JSONField(_("finish reply"), null=True, blank=True)
+    client_address = models.GenericIPAddressField(_("claimed from"), null=True, blank=True,
+                                                  help_text=_("The address the claim came from, as the server saw it."))
+    group_generation = models.PositiveIntegerField(_("group generation"), null=True, blank=True)
 
     objects = scoped_queryset("job__team").as_manager()
 

@@ -10,10 +10,11 @@ under 100 samples, time slices, histogram/CDF bins, SLO attainment with its Wils
 A sweep stores one point per level (each recomputed from its own records) and `metrics.capacity_at_slo` over the
 valid levels, plus the full summary of the level at the capacity.
 
-When the job's plan names a candidate (`"candidate_id"` at the top of the plan's spec) and this result is the
-job's canonical one, the measured figures go to the candidate's phase-4 inputs with the job as reference: capacity
-at the SLO per GPU (sweeps), p95/p99 end-to-end latency and the failure fraction (a valid run, or the capacity
-level of a sweep). An invalid run (the client fell behind its schedule) is flagged and never stored there.
+When the job measures a candidate (`Job.candidate`: named by its plan at dispatch, or the candidate of the node of
+the agent that ran it offline) and this result is the job's canonical one, the measured figures go to the
+candidate's phase-4 inputs with the job as reference: capacity at the SLO per GPU (sweeps), p95/p99 end-to-end
+latency and the failure fraction (a valid run, or the capacity level of a sweep). An invalid run (the client fell
+behind its schedule) is flagged and never stored there.
 """
 
 from __future__ import annotations
@@ -162,14 +163,8 @@ def summarize_sweep(result: Result, artifacts: dict[str, Any], spec, sweep_spec:
 
 
 def candidate_of(result: Result):
-    """The candidate the job measures: `candidate_id` at the top of its plan's spec, of the job's own team."""
-    from apps.quotes.models import Candidate
-
-    plan = result.job.plan
-    candidate_id = plan.spec.get("candidate_id") if plan is not None and isinstance(plan.spec, dict) else None
-    if not isinstance(candidate_id, int) or isinstance(candidate_id, bool):
-        return None
-    return Candidate.objects.filter(pk=candidate_id, team_id=result.job.team_id).first()
+    """The candidate the job measures (set at dispatch from its plan, or from the agent's node for offline runs)."""
+    return result.job.candidate
 
 
 def _gpus_under_test(result: Result, candidate) -> tuple[int | None, str]:

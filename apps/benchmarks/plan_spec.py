@@ -1,8 +1,11 @@
 """The shape of a benchmark plan's job list, checked without Django.
 
 A plan spec is {"jobs": [{"kind": "inventory", "spec": {…}, "acceptance_criteria": {…},
-"required_operations": ["kill_worker"], "count": 1}, …]}. `normalise_plan_spec` returns the job entries with
-defaults filled in, or raises PlanSpecError listing every problem ("jobs[2].kind: …").
+"required_operations": ["kill_worker"], "count": 1}, …]}. An entry of a kind that runs across nodes may add
+"group": {"world_size": 2, "env": {"NCCL_SOCKET_IFNAME": "eth0"}}: it becomes a job group of `world_size` jobs, one per
+rank, dispatched together (docs/agent-protocol.md §8); `count` is then the number of groups.
+`normalise_plan_spec` returns the job entries with defaults filled in, or raises PlanSpecError listing every problem
+("jobs[2].kind: …").
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from typing import Any
 KIND_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 MAX_JOBS_PER_PLAN = 200
 MAX_COUNT_PER_ENTRY = 50
+#: Kinds whose jobs may form a group (one job per node, run together), and the largest group.
+GROUP_KINDS = frozenset({"allreduce"})
+MAX_WORLD_SIZE = 64
+ENV_NAME_PATTERN = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,12 @@ class JobEntry:
     acceptance_criteria: dict[str, Any] = field(default_factory=dict)
     required_operations: tuple[str, ...] = ()
     count: int = 1
+    world_size: int | None = None  # set for a job group: `count` groups of `world_size` jobs
+    group_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def job_count(self) -> int:
+        return self.count * (self.world_size or 1)
 
 
 class PlanSpecError(ValueError):
@@ -64,6 +77,7 @@ def normalise_plan_spec(plan_spec: Any) -> list[JobEntry]:
             problems.append(f"{where}.required_operations: must be a list of operation names")
         if not _is_count(count):
             problems.append(f"{where}.count: must be an integer from 1 to {MAX_COUNT_PER_ENTRY}")
+        world_size, group_env = _group_of(raw, kind, where, problems)
         if len(problems) == problems_before:
             entries.append(
                 JobEntry(
@@ -72,13 +86,42 @@ def normalise_plan_spec(plan_spec: Any) -> list[JobEntry]:
                     acceptance_criteria=copy.deepcopy(criteria),
                     required_operations=tuple(sorted(set(operations))),
                     count=count,
+                    world_size=world_size,
+                    group_env=group_env,
                 )
             )
     if not plan_spec["jobs"]:
         problems.append("jobs: list at least one job")
-    total = sum(entry.count for entry in entries)
+    total = sum(entry.job_count for entry in entries)
     if total > MAX_JOBS_PER_PLAN:
         problems.append(f"jobs: {total} jobs in one plan; the limit is {MAX_JOBS_PER_PLAN}")
     if problems:
         raise PlanSpecError(problems)
     return entries
+
+
+def _group_of(raw: dict[str, Any], kind: Any, where: str, problems: list[str]) -> tuple[int | None, dict[str, str]]:
+    """The entry's group (world size, environment), or (None, {}) when it is a plain job."""
+    if "group" not in raw:
+        return None, {}
+    group = raw["group"]
+    if not isinstance(group, dict):
+        problems.append(f"{where}.group: must be an object")
+        return None, {}
+    if kind not in GROUP_KINDS:
+        problems.append(f"{where}.group: only {', '.join(sorted(GROUP_KINDS))} jobs run as a group")
+    unknown = sorted(set(group) - {"world_size", "env"})
+    if unknown:
+        problems.append(f"{where}.group: unknown keys {', '.join(unknown)}")
+    world_size = group.get("world_size")
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or not 2 <= world_size <= MAX_WORLD_SIZE:
+        problems.append(f"{where}.group.world_size: must be an integer from 2 to {MAX_WORLD_SIZE}")
+        world_size = None
+    env = group.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(name, str) and ENV_NAME_PATTERN.match(name) and isinstance(value, str) and len(value) <= 200
+        for name, value in env.items()
+    ):
+        problems.append(f"{where}.group.env: must map variable names (A-Z, 0-9, _) to short strings")
+        env = {}
+    return world_size, dict(env)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import random
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,6 +32,8 @@ from apps.benchmarks.models import (
     Job,
     JobAttempt,
     JobEvent,
+    JobGroup,
+    JobGroupStatus,
     JobStatus,
     PlanStatus,
     Result,
@@ -78,6 +81,7 @@ def plan_create(
         raise PlanError(_("The agent pool belongs to another team."))
     if target_agent is not None and target_agent.pool_id != target_pool.pk:
         raise PlanError(_("The agent is not in the chosen pool."))
+    check_declared_operations(entries=normalise_plan_spec(spec), target_pool=target_pool, target_agent=target_agent)
     plan = BenchmarkPlan(
         team=team, name=name, description=description, spec=spec, target_pool=target_pool,
         target_agent=target_agent, created_by=actor if getattr(actor, "is_authenticated", False) else None,
@@ -86,6 +90,56 @@ def plan_create(
     plan.save()
     record_change(actor=actor, instance=plan, action="create", after=model_snapshot(plan, _PLAN_AUDIT_FIELDS))
     return plan
+
+
+def operations_needed(entry, declared: list[str]) -> list[str]:
+    """The node operations a plan entry will run on an agent that declares `declared`.
+
+    `required_operations` of the entry, plus for an `operations` job aimed at the node's own serving stack the
+    scenarios, their recoveries and the cold start's stop/start — computed by the agent package's own function, so
+    the server and the agent agree. A spec the agent would refuse is refused here (PlanError).
+    """
+    needed = set(entry.required_operations)
+    if entry.kind == "operations":
+        from dossier_agent.jobs import operations as operations_job
+
+        try:
+            parsed = operations_job.parse_spec(entry.spec)
+        except ValueError as error:
+            raise PlanError(_("The operations job's spec is not valid: %(error)s") % {"error": error}) from None
+        if parsed["target"] == "declared":
+            needed |= set(operations_job.required_operations(parsed, declared))
+    return sorted(needed)
+
+
+def check_declared_operations(*, entries, target_pool: AgentPool, target_agent: Agent | None) -> None:
+    """Refuse a plan that asks for an operation the node did not declare: the server never sends a command, only
+    the name of an operation the agent's configuration lists (issue 8). With a pool as target, some active agent of
+    the pool must declare everything the plan needs."""
+    if not any(entry.required_operations or entry.kind == "operations" for entry in entries):
+        return
+    agents = [target_agent] if target_agent is not None else list(
+        target_pool.agents.filter(revoked_at__isnull=True).only("pk", "name", "operations"))
+    for entry in entries:
+        missing_by_agent = {}
+        for agent in agents:
+            declared = list(agent.operations or [])
+            missing = sorted(set(operations_needed(entry, declared)) - set(declared))
+            if not missing:
+                break
+            missing_by_agent[agent.name] = missing
+        else:
+            if target_agent is not None:
+                raise PlanError(
+                    _("The agent %(agent)s did not declare the operations %(operations)s that this plan asks for "
+                      "(%(kind)s job). Declare them in the agent's configuration, or change the plan.")
+                    % {"agent": target_agent.name, "operations": ", ".join(missing_by_agent[target_agent.name]),
+                       "kind": entry.kind})
+            needed = operations_needed(entry, [])
+            raise PlanError(
+                _("No agent of the pool %(pool)s declares every operation this plan asks for (%(kind)s job: "
+                  "%(operations)s).") % {"pool": target_pool.name, "kind": entry.kind,
+                                         "operations": ", ".join(needed) or "-"})
 
 
 def plan_request_dispatch(*, plan: BenchmarkPlan, actor=None, now: datetime | None = None) -> bool:
@@ -117,24 +171,61 @@ def plan_dispatch(*, plan_id: int, now: datetime | None = None) -> int:
             status=PlanStatus.DISPATCHED, dispatched_at=now
         ) != 1:
             return 0
-        plan = BenchmarkPlan.objects.get(pk=plan_id)
+        plan = BenchmarkPlan.objects.select_related("target_agent").get(pk=plan_id)
         entries = normalise_plan_spec(plan.spec)
+        candidate_id = _plan_candidate_id(plan, entries)
         max_attempts = protocol_settings().max_attempts
         jobs = []
         position = 0
         for entry in entries:
+            required = operations_needed(entry, []) if entry.kind == "operations" else list(entry.required_operations)
             for _copy in range(entry.count):
-                jobs.append(Job(
-                    team_id=plan.team_id, plan=plan, position=position, kind=entry.kind, spec=entry.spec,
-                    spec_sha256=protocol.canonical_sha256(entry.spec), acceptance_criteria=entry.acceptance_criteria,
-                    required_operations=list(entry.required_operations), target_pool_id=plan.target_pool_id,
-                    target_agent_id=plan.target_agent_id, max_attempts=max_attempts, created_at=now,
-                ))
-                position += 1
+                ranks: list[tuple[JobGroup | None, int | None]] = [(None, None)]
+                if entry.world_size:
+                    group = JobGroup.objects.create(
+                        team_id=plan.team_id, plan=plan, kind=entry.kind, world_size=entry.world_size,
+                        max_generations=max_attempts, master_port=_free_group_port(), created_at=now,
+                    )
+                    ranks = [(group, rank) for rank in range(entry.world_size)]
+                for group, rank in ranks:
+                    spec = entry.spec
+                    if group is not None:
+                        spec = {**entry.spec, "group": {"group_id": group.public_id, "rank": rank,
+                                                        "world_size": group.world_size, "env": entry.group_env}}
+                    jobs.append(Job(
+                        team_id=plan.team_id, plan=plan, position=position, kind=entry.kind, spec=spec,
+                        spec_sha256=protocol.canonical_sha256(spec), acceptance_criteria=entry.acceptance_criteria,
+                        required_operations=required, target_pool_id=plan.target_pool_id,
+                        target_agent_id=plan.target_agent_id, max_attempts=max_attempts, created_at=now,
+                        candidate_id=candidate_id, group=group, group_rank=rank,
+                    ))
+                    position += 1
         Job.objects.bulk_create(jobs)
         record_change(actor="dispatch_plan", instance=plan, action="transition",
                       message=f"dispatched {len(jobs)} jobs", after=model_snapshot(plan, _PLAN_AUDIT_FIELDS))
     return len(jobs)
+
+
+def _team_candidate_id(team_id: int, candidate_id: Any) -> int | None:
+    from apps.quotes.models import Candidate
+
+    if not isinstance(candidate_id, int) or isinstance(candidate_id, bool):
+        return None
+    return Candidate.objects.filter(pk=candidate_id, team_id=team_id).values_list("pk", flat=True).first()
+
+
+def _plan_candidate_id(plan: BenchmarkPlan, entries) -> int | None:
+    """The candidate a plan measures: `candidate_id` at the top of its spec, else the `origin.candidate_id` its jobs
+    share (plans derived from a candidate), else the candidate of the node of the agent it targets."""
+    named = plan.spec.get("candidate_id") if isinstance(plan.spec, dict) else None
+    if named is None:
+        origins = {entry.spec.get("origin", {}).get("candidate_id") if isinstance(entry.spec.get("origin"), dict)
+                   else None for entry in entries}
+        named = origins.pop() if len(origins) == 1 else None
+    found = _team_candidate_id(plan.team_id, named)
+    if found is None and plan.target_agent is not None:
+        found = _team_candidate_id(plan.team_id, plan.target_agent.candidate_id)
+    return found
 
 
 @transaction.atomic
@@ -157,6 +248,12 @@ def job_cancel(*, job: Job, actor=None, reason: str = "", now: datetime | None =
     job.save(update_fields=fields)
     record_change(actor=actor, instance=job, action="transition", before=before,
                   after=model_snapshot(job, _JOB_AUDIT_FIELDS), message="cancellation requested")
+    if job.group_id is not None:
+        # A group runs together or not at all: cancelling one rank cancels the others.
+        for other in Job.objects.filter(group_id=job.group_id).exclude(pk=job.pk):
+            job_cancel(job=other, actor=actor, reason=reason, now=now)
+        JobGroup.objects.filter(pk=job.group_id, status=JobGroupStatus.WAITING).update(
+            status=JobGroupStatus.CANCELLED, finished_at=now)
     return job
 
 
@@ -181,6 +278,10 @@ class Claim:
     job_token: str
     lease: Lease
 
+    @property
+    def group(self) -> dict[str, Any] | None:
+        return group_state(self.attempt)
+
 
 def _lease_of(attempt: JobAttempt) -> Lease:
     config = protocol_settings()
@@ -189,7 +290,7 @@ def _lease_of(attempt: JobAttempt) -> Lease:
 
 
 def job_claim(*, agent: Agent, job_kinds: list[str], operations: list[str], now: datetime | None = None,
-              batch: int = 100) -> Claim | None:
+              batch: int = 100, client_address: str | None = None) -> Claim | None:
     """Give the agent the oldest queued job it can run, or None.
 
     Candidates are read in batches; each is taken with UPDATE … WHERE id = %s AND status = 'queued' and the row count
@@ -203,15 +304,24 @@ def job_claim(*, agent: Agent, job_kinds: list[str], operations: list[str], now:
         Job.objects.filter(status=JobStatus.QUEUED, kind__in=job_kinds)
         .filter(Q(target_agent=agent) | Q(target_agent__isnull=True, target_pool_id=agent.pool_id))
         .order_by("created_at", "position", "pk")
-        .values_list("pk", "required_operations")
+        .values_list("pk", "required_operations", "group_id")
     )
     offset = 0
+    held_groups: set[int] | None = None
     while True:
         page = list(candidates[offset:offset + batch])
-        for job_id, required in page:
+        for job_id, required, group_id in page:
             if not set(required or ()) <= offered:
                 continue
-            claim = _claim_one(agent=agent, job_id=job_id, now=now or timezone.now())
+            if group_id is not None:
+                if held_groups is None:  # one agent never holds two ranks of one group
+                    held_groups = set(JobAttempt.objects.filter(
+                        agent=agent, status__in=LIVE_ATTEMPT_STATUSES, job__group__isnull=False,
+                    ).values_list("job__group_id", flat=True))
+                if group_id in held_groups:
+                    continue
+            claim = _claim_one(agent=agent, job_id=job_id, now=now or timezone.now(),
+                               client_address=client_address)
             if claim is not None:
                 return claim
         if len(page) < batch:
@@ -219,7 +329,7 @@ def job_claim(*, agent: Agent, job_kinds: list[str], operations: list[str], now:
         offset += batch
 
 
-def _claim_one(*, agent: Agent, job_id: int, now: datetime) -> Claim | None:
+def _claim_one(*, agent: Agent, job_id: int, now: datetime, client_address: str | None = None) -> Claim | None:
     secret = protocol.new_token(protocol.JOB_TOKEN_PREFIX)
     config = protocol_settings()
     with transaction.atomic():
@@ -228,14 +338,106 @@ def _claim_one(*, agent: Agent, job_id: int, now: datetime) -> Claim | None:
         )
         if won != 1:
             return None
-        job = Job.objects.get(pk=job_id)
+        job = Job.objects.select_related("group").get(pk=job_id)
         attempt = JobAttempt.objects.create(
             job=job, number=job.attempt_count, agent=agent, token_hash=protocol.token_hash(secret),
             status=AttemptStatus.CLAIMED, claimed_at=now,
-            lease_expires_at=now + timedelta(seconds=config.claim_lease_s),
+            lease_expires_at=now + timedelta(seconds=config.claim_lease_s), client_address=client_address,
+            group_generation=job.group.generation if job.group is not None else None,
         )
     agent_touch(agent=agent, status=AgentStatus.BUSY, now=now)
     return Claim(job=job, attempt=attempt, job_token=secret, lease=_lease_of(attempt))
+
+
+# --- job groups (docs/agent-protocol.md §8) ----------------------------------------------------------------------
+
+
+def _free_group_port() -> int:
+    """A rendezvous port from the configured range that no other waiting group holds."""
+    config = protocol_settings()
+    taken = set(JobGroup.objects.filter(status=JobGroupStatus.WAITING).values_list("master_port", flat=True))
+    free = [port for port in range(config.group_port_min, config.group_port_max + 1) if port not in taken]
+    return random.choice(free) if free else random.randint(config.group_port_min, config.group_port_max)
+
+
+def group_state(attempt: JobAttempt) -> dict[str, Any] | None:
+    """What the claim, start and lease replies say about the attempt's job group (None for a plain job).
+
+    Ready once every rank's job has a live attempt of the group's current generation; then it carries rank 0's
+    address (the address its agent advertised, else the address its claim came from) and the group's port.
+    """
+    job = attempt.job
+    if job.group_id is None:
+        return None
+    group = JobGroup.objects.get(pk=job.group_id)
+    state: dict[str, Any] = {"group_id": group.public_id, "generation": group.generation, "rank": job.group_rank,
+                             "world_size": group.world_size, "ready": False,
+                             "poll_s": protocol_settings().group_poll_s}
+    if group.status != JobGroupStatus.WAITING or attempt.group_generation != group.generation:
+        return state
+    live = list(
+        JobAttempt.objects.filter(job__group=group, group_generation=group.generation,
+                                  status__in=LIVE_ATTEMPT_STATUSES)
+        .select_related("agent").values_list("job__group_rank", "client_address", "agent__advertise_address")
+    )
+    ranks = {rank for rank, _address, _advertised in live}
+    rank_zero = next(((address, advertised) for rank, address, advertised in live if rank == 0), None)
+    if len(ranks) == group.world_size and rank_zero is not None and (rank_zero[1] or rank_zero[0]):
+        state.update(ready=True, master_addr=rank_zero[1] or rank_zero[0], master_port=group.master_port)
+    return state
+
+
+def _group_rerun(*, group_id: int, reason: str, now: datetime) -> bool:
+    """One rank's attempt ended without success: start the whole group again as the next generation.
+
+    Called inside the transaction that settled that attempt. The other ranks' live attempts are ended (their next
+    lease renewal answers 409 attempt_not_running, so their agents abort them); every job of the group goes back to
+    the queue, and results of the abandoned generation stop being canonical. Past the generation limit the group and
+    its jobs fail. Returns True when the group was queued again.
+    """
+    group = JobGroup.objects.select_for_update().get(pk=group_id)
+    if group.status != JobGroupStatus.WAITING:
+        return False
+    jobs = list(Job.objects.select_for_update().filter(group=group))
+    JobAttempt.objects.filter(job__group=group, status__in=LIVE_ATTEMPT_STATUSES).update(
+        status=AttemptStatus.CANCELLED, ended_at=now)
+    Result.objects.filter(job__group=group, canonical=True).update(canonical=False)
+    if group.generation >= group.max_generations or any(job.cancel_requested for job in jobs):
+        group.status = JobGroupStatus.FAILED
+        group.finished_at = now
+        group.rerun_reason = reason[:300]
+        group.save(update_fields=["status", "finished_at", "rerun_reason"])
+        for job in jobs:
+            job.status = JobStatus.CANCELLED if job.cancel_requested else JobStatus.FAILED
+            job.failure_reason = (_("The job group failed after %(generations)d generations: %(reason)s")
+                                  % {"generations": group.generation, "reason": reason})[:300]
+            job.finished_at = now
+            job.save(update_fields=["status", "failure_reason", "finished_at"])
+        logger.info("job group %s failed in generation %s: %s", group.public_id, group.generation, reason)
+        return False
+    group.generation += 1
+    group.master_port = _free_group_port()
+    group.rerun_reason = reason[:300]
+    group.save(update_fields=["generation", "master_port", "rerun_reason"])
+    for job in jobs:
+        job.status = JobStatus.QUEUED
+        job.finished_at = None
+        job.save(update_fields=["status", "finished_at"])
+    logger.info("job group %s re-runs as generation %s: %s", group.public_id, group.generation, reason)
+    return True
+
+
+def _group_settle_success(*, job: Job, now: datetime) -> None:
+    """After a rank succeeded: the group succeeded once every rank of its current generation did."""
+    group = JobGroup.objects.select_for_update().get(pk=job.group_id)
+    if group.status != JobGroupStatus.WAITING:
+        return
+    done = Result.objects.filter(job__group=group, canonical=True, status=ResultStatus.SUCCEEDED,
+                                 attempt__group_generation=group.generation).count()
+    if done + 1 >= group.world_size:  # the result being stored now is not saved yet
+        group.status = JobGroupStatus.SUCCEEDED
+        group.finished_at = now
+        group.save(update_fields=["status", "finished_at"])
 
 
 def _not_found() -> ProtocolError:
@@ -297,6 +499,10 @@ class AttemptState:
     lease: Lease
     cancel_requested: bool
     cancel_reason: str
+
+    @property
+    def group(self) -> dict[str, Any] | None:
+        return group_state(self.attempt)
 
 
 def attempt_start(*, attempt: JobAttempt, number: int, inventory: dict[str, Any] | None,
@@ -554,6 +760,19 @@ def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | Non
     )
     if not current or not still_open or job.results.filter(canonical=True).exists():
         return False
+    if job.group_id is not None and attempt.group_generation is not None:
+        if status == ResultStatus.SUCCEEDED:
+            _group_settle_success(job=job, now=now)
+        elif status in (ResultStatus.FAILED, ResultStatus.HANDED_BACK) and _group_rerun(
+            group_id=job.group_id, now=now,
+            reason=f"rank {job.group_rank} (job {job.pk}, attempt {attempt.number}) ended {status}",
+        ):
+            job.refresh_from_db()
+            return False
+        else:
+            job.refresh_from_db()
+            if job.is_final:  # the group failed: this finish is the job's result
+                return True
     retry_allowed = job.attempt_count < job.max_attempts and not job.cancel_requested
     if status in (ResultStatus.FAILED, ResultStatus.HANDED_BACK) and retry_allowed and job.status != JobStatus.FAILED:
         job.status = JobStatus.QUEUED
@@ -590,6 +809,7 @@ def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: di
                 team_id=agent.pool.team_id, kind=kind, spec=spec, spec_sha256=protocol.canonical_sha256(spec),
                 target_pool_id=agent.pool_id, target_agent=agent, status=JobStatus.CLAIMED, attempt_count=1,
                 max_attempts=1, offline_run_id=offline_run_id, created_at=now,
+                candidate_id=_team_candidate_id(agent.pool.team_id, agent.candidate_id),
             )
             attempt = JobAttempt.objects.create(
                 job=job, number=1, agent=agent, token_hash=protocol.token_hash(secret), claimed_at=now,
@@ -670,7 +890,11 @@ def reap_expired_leases(*, now: datetime | None = None) -> int:
             reaped += 1
             job = Job.objects.select_for_update().get(pk=job_id)
             attempt = JobAttempt.objects.get(pk=attempt_id)
-            if attempt.number == job.attempt_count and job.status in ACTIVE_JOB_STATUSES:
+            if attempt.number == job.attempt_count and job.status in ACTIVE_JOB_STATUSES and job.group_id:
+                _group_rerun(group_id=job.group_id, now=now,
+                             reason=f"rank {job.group_rank} (job {job.pk}, attempt {attempt.number}): agent lost")
+                job.refresh_from_db()
+            elif attempt.number == job.attempt_count and job.status in ACTIVE_JOB_STATUSES:
                 if job.cancel_requested:
                     job.status = JobStatus.CANCELLED
                     job.finished_at = now

@@ -21,6 +21,9 @@ class AgentProtocolSettings:
     max_events_per_batch: int
     max_artifact_bytes: int
     max_job_artifact_bytes: int
+    group_port_min: int
+    group_port_max: int
+    group_poll_s: int
 
     def limits(self) -> dict[str, int]:
         return {
@@ -45,4 +48,7 @@ def protocol_settings() -> AgentProtocolSettings:
         max_events_per_batch=settings.DOSSIER_AGENT_MAX_EVENTS_PER_BATCH,
         max_artifact_bytes=settings.DOSSIER_ARTIFACT_MAX_BYTES,
         max_job_artifact_bytes=settings.DOSSIER_JOB_ARTIFACT_MAX_BYTES,
+        group_port_min=settings.DOSSIER_GROUP_PORT_MIN,
+        group_port_max=settings.DOSSIER_GROUP_PORT_MAX,
+        group_poll_s=settings.DOSSIER_GROUP_POLL_S,
     )

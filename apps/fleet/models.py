@@ -114,6 +114,10 @@ class Agent(models.Model):
     )
     status = models.CharField(_("status"), max_length=10, choices=AgentStatus.choices, default=AgentStatus.ONLINE)
     reported_state = models.CharField(_("reported state"), max_length=20, blank=True)
+    advertise_address = models.GenericIPAddressField(
+        _("advertised address"), null=True, blank=True,
+        help_text=_("Where the other ranks of a job group reach this node; else the address its claims come from."),
+    )
     last_heartbeat_at = models.DateTimeField(_("last heartbeat"), null=True, blank=True, db_index=True)
     uptime_s = models.FloatField(_("uptime (s)"), null=True, blank=True)
     spool_pending = models.PositiveIntegerField(_("items waiting in the agent's spool"), default=0)

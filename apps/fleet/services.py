@@ -172,6 +172,7 @@ def agent_register(
     job_kinds: list[str],
     operations: list[str],
     inventory: dict[str, Any],
+    advertise_address: str | None = None,
     now: datetime | None = None,
 ) -> Registration:
     """Create the agent (or re-issue the token of the pool's agent with the same machine id).
@@ -212,6 +213,7 @@ def agent_register(
             "protocol_version": protocol_version,
             "job_kinds": list(job_kinds),
             "operations": list(operations),
+            "advertise_address": advertise_address or None,
             "status": AgentStatus.ONLINE,
             "reported_state": "",
             "last_heartbeat_at": now,

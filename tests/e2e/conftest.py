@@ -152,17 +152,20 @@ class EndToEnd:
         assert worker.alive(), f"the worker exited:\n{worker.tail()}"
         return worker
 
-    def agent_environment(self) -> dict[str, str]:
+    def agent_environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         empty_config = self.tmp_path / "agent.toml"
         empty_config.touch()
-        return clean_environment({"DOSSIER_AGENT_CONFIG": str(empty_config)})
+        return clean_environment({"DOSSIER_AGENT_CONFIG": str(empty_config), **(extra or {})})
 
-    def register_agent(self, token: str, *, server_url: str | None = None, name: str = "e2e-agent") -> Path:
+    def register_agent(self, token: str, *, server_url: str | None = None, name: str = "e2e-agent",
+                       machine_id: str | None = None) -> Path:
+        """Register an agent; several agents on this one host need a `machine_id` each (else they are one agent)."""
         state_dir = self.tmp_path / f"agent-{name}"
         completed = subprocess.run(
             agent_command("register", "--server", server_url or self.live_url, "--registration-token", token,
                           "--name", name, "--state-dir", str(state_dir), "--job-dir", str(_agent_test_jobs())),
-            env=self.agent_environment(), capture_output=True, text=True, timeout=120, check=False,
+            env=self.agent_environment({"DOSSIER_AGENT_MACHINE_ID": machine_id} if machine_id else None),
+            capture_output=True, text=True, timeout=120, check=False,
         )
         assert completed.returncode == 0, f"register failed:\n{completed.stdout}\n{completed.stderr}"
         return state_dir

@@ -360,6 +360,7 @@ def run(spec: dict[str, Any], ctx) -> dict[str, Any]:
         "nodes": nodes,
         "node_rank": node_rank,
         "group_id": (group or {}).get("group_id"),
+        "rendezvous": {"master_addr": master_addr, "master_port": master_port} if group is not None else None,
         "dtype": dtype,
         "rows": rows,
         **summarise_rows(rows),

@@ -109,13 +109,19 @@ def claim_body(claim: services.Claim, cancel_requested: bool = False) -> dict:
         "job_token": claim.job_token,
         "lease": claim.lease.as_dict(),
         "cancel_requested": cancel_requested or job.cancel_requested,
+        **_group_body(claim.group),
     }
+
+
+def _group_body(group: dict | None) -> dict:
+    return {"group": group} if group is not None else {}
 
 
 class ClaimView(AgentAPIView):
     def post(self, request):
         data = self.json_body(ClaimInput)
-        claim = services.job_claim(agent=self.agent, job_kinds=data["job_kinds"], operations=data["operations"])
+        claim = services.job_claim(agent=self.agent, job_kinds=data["job_kinds"], operations=data["operations"],
+                                   client_address=request.META.get("REMOTE_ADDR") or None)
         if claim is None:
             return Response(status=204)
         return Response(claim_body(claim))
@@ -138,7 +144,7 @@ class JobCallView(AgentAPIView):
 
 
 def _state_body(state: services.AttemptState) -> dict:
-    return {"lease": state.lease.as_dict(), "cancel_requested": state.cancel_requested}
+    return {"lease": state.lease.as_dict(), "cancel_requested": state.cancel_requested, **_group_body(state.group)}
 
 
 class StartView(JobCallView):

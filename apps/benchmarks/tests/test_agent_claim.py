@@ -60,6 +60,7 @@ def test_only_kinds_the_agent_runs_are_handed_out(agent_api, pool):
 
 
 def test_a_job_that_needs_operations_goes_only_to_an_agent_declaring_all_of_them(agent_api, pool):
+    register_agent(pool, machine_id="declares-them", operations=["kill_worker", "restart_serving"])
     queue_jobs(pool, kind="failure", required_operations=["kill_worker", "restart_serving"])
     assert agent_api.claim(job_kinds=["failure"], operations=["kill_worker"]).status_code == 204
     response = agent_api.claim(job_kinds=["failure"], operations=["kill_worker", "restart_serving", "bad_deploy"])
@@ -85,6 +86,7 @@ def test_a_cancelled_job_is_not_handed_out(agent_api, pool):
 
 
 def test_a_job_needing_operations_further_down_the_queue_is_still_found(agent_api, pool):
+    register_agent(pool, machine_id="declares-bad-deploy", operations=["bad_deploy"])
     queue_jobs(pool, count=3, kind="failure", required_operations=["bad_deploy"])
     (wanted,) = queue_jobs(pool, kind="failure")
     from apps.benchmarks import services

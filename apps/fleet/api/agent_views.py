@@ -29,6 +29,7 @@ class RegisterInput(serializers.Serializer):
     job_kinds = serializers.ListField(child=KindField(), allow_empty=True, max_length=100)
     operations = serializers.ListField(child=KindField(), allow_empty=True, max_length=100)
     inventory = serializers.DictField()
+    advertise_address = serializers.IPAddressField(required=False, allow_null=True, default=None)
 
 
 class CurrentJobInput(serializers.Serializer):
@@ -85,6 +86,7 @@ class RegisterView(AgentAPIView):
             job_kinds=data["job_kinds"],
             operations=data["operations"],
             inventory=data["inventory"],
+            advertise_address=data["advertise_address"],
         )
         agent = registration.agent
         config = protocol_settings()
