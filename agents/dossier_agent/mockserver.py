@@ -18,7 +18,8 @@ Everything a test or a phase-3 check needs to inject, with no jitter unless aske
 
 Endpoints: `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/embeddings`, `GET /v1/models`,
 `GET /health`, `POST /generic` (a JSON service: answers `{"ok": true, "id": …, "echo": body}` after `ttft_s`),
-`GET /mock/stats`. Token counting of the mock: one token per whitespace-separated word.
+`GET /mock/stats`. Token counting of the mock: one token per whitespace-separated word, plus
+`chat_template_tokens` (default 0) on every chat request's `usage.prompt_tokens`, as a chat template adds.
 
 Run in a thread with `with MockServer(MockConfig(...)) as server: server.url`, or as a process:
 `python -m dossier_agent.mockserver --port 8000 [--ttft-ms 50 --token-ms 10 ...]`.
@@ -62,13 +63,14 @@ class MockConfig:
     startup_delay_s: float = 0.0
     model: str = "mock-model"
     embedding_dim: int = 8
+    chat_template_tokens: int = 0
 
     def __post_init__(self):
         if self.output_tokens < 1 or self.tokens_per_chunk < 1:
             raise ValueError("output_tokens and tokens_per_chunk must be at least 1")
         if self.slots is not None and (self.slots < 1 or not self.service_time_s or self.service_time_s <= 0):
             raise ValueError("slots needs a positive service_time_s")
-        for name in ("ttft_s", "token_delay_s", "stall_s", "startup_delay_s"):
+        for name in ("ttft_s", "token_delay_s", "stall_s", "startup_delay_s", "chat_template_tokens"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
 
@@ -301,6 +303,8 @@ class MockServer:
             tokens = max(min(tokens, natural), int(body.get("min_tokens") or 0), 1)
         chat = request.path.endswith("/chat/completions")
         prompt = _count_words(body.get("messages") if chat else body.get("prompt", ""))
+        if chat:
+            prompt += self.config.chat_template_tokens
         options = body.get("stream_options") or {}
         return {"tokens": tokens, "prompt_tokens": prompt, "stream": bool(body.get("stream")), "chat": chat,
                 "usage": bool(options.get("include_usage")), "model": body.get("model") or self.config.model}

@@ -8,7 +8,12 @@ a bad line is reported with its line number (`DatasetError.problems`).
 Synthetic lengths: log-normal with the given mean and p95 (σ from ln(p95/mean) = 1.645σ − σ²/2), constant without
 a p95. Text is made of common English words; its token count comes from an operator-supplied `tokenizer.json`
 (through the `tokenizers` package, when installed) or, without one, from a words→tokens line fitted against the
-server's own `usage.prompt_tokens` (`calibrate_words`, done by the runner before the run).
+server's own `usage.prompt_tokens`. Either way the runner first sends a few calibration prompts and hands the
+server's counts to `TokenCounter.calibrate_server`: without a tokenizer it fits the line; with one it compares the
+tokenizer's counts with the server's (prompt_tokens = offset + ratio·counted; the offset is what the chat template and
+special tokens add), reports both, and flags a ratio more than `CALIBRATION_TOLERANCE` away from 1 (the tokenizer is
+not the server's) instead of trusting either count silently. An unflagged offset is taken off each synthetic prompt
+so the server sees the workload's length, as the fitted line's intercept does without a tokenizer.
 """
 
 from __future__ import annotations
@@ -31,6 +36,12 @@ _WORD_TEXT = (
 _WORDS = tuple(_WORD_TEXT.split())
 MAX_LINE_PROBLEMS = 50
 Z95 = 1.6448536269514722
+CALIBRATION_TOLERANCE = 0.10  # |ratio − 1| above this flags a tokenizer.json that does not count like the server
+_FIT_STEPS = 8  # bounded corrections of a synthetic text whose real count misses its target
+
+
+class TokenizerError(ValueError):
+    """The operator's tokenizer.json cannot be used (missing, unreadable, or `tokenizers` not installed)."""
 
 
 class DatasetError(ValueError):
@@ -151,17 +162,29 @@ def lognormal_lengths(rng: np.random.Generator, mean: float, p95: float | None, 
 
 class TokenCounter:
     """Counts tokens with an operator's `tokenizer.json` when given (and `tokenizers` is installed); otherwise
-    converts words to tokens with a fitted line tokens = a + b·words (default a = 0, b = 1, until calibrated)."""
+    converts words to tokens with a fitted line tokens = a + b·words (default a = 0, b = 1, until calibrated).
 
-    def __init__(self, tokenizer_path: str | None = None):
+    `count` is the prompt text's own tokens (`add_special_tokens=False`): BOS and the chat template are the server's
+    additions, measured by the calibration as `template_tokens`."""
+
+    def __init__(self, tokenizer_path: str | Path | None = None):
         self.tokenizer = None
         self.source = "words"
+        self.template_tokens = 0
+        self._costs: np.ndarray | None = None
         if tokenizer_path:
+            path = Path(tokenizer_path)
             try:
                 from tokenizers import Tokenizer
             except ImportError as error:
-                raise ValueError("a tokenizer.json was given but the `tokenizers` package is not installed") from error
-            self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+                raise TokenizerError(f"tokenizer {path}: the `tokenizers` package is not installed "
+                                     f"(pip install 'dossier-agent[tokenizer]')") from error
+            if not path.is_file():
+                raise TokenizerError(f"tokenizer {path}: no such file")
+            try:
+                self.tokenizer = Tokenizer.from_file(str(path))
+            except Exception as error:  # the Rust side raises plain Exception on bad JSON or an unknown model
+                raise TokenizerError(f"tokenizer {path}: not a usable tokenizer.json ({error})") from None
             self.source = "tokenizer.json"
         self.intercept = 0.0
         self.per_word = 1.0
@@ -189,6 +212,90 @@ class TokenCounter:
         return {"per_word": self.per_word, "intercept": self.intercept, "points": int(x.size),
                 "max_abs_error_tokens": float(np.abs(residual).max())}
 
+    def compare(self, counted: list[int], prompt_tokens: list[int],
+                tolerance: float = CALIBRATION_TOLERANCE) -> dict[str, Any]:
+        """Compare the tokenizer's counts with the server's `usage.prompt_tokens` for the same texts: fit
+        prompt_tokens = offset + ratio·counted, flag |ratio − 1| > tolerance. Unflagged, the offset (rounded, at least
+        0) becomes `template_tokens`, taken off every synthetic prompt; flagged, nothing is adjusted."""
+        x, y = np.asarray(counted, dtype=float), np.asarray(prompt_tokens, dtype=float)
+        if x.size < 2 or np.unique(x).size < 2:
+            raise ValueError("calibration needs prompts of at least two different lengths")
+        ratio, offset = (float(v) for v in np.polyfit(x, y, 1))
+        flagged = abs(ratio - 1.0) > tolerance
+        self.template_tokens = 0 if flagged else max(0, round(offset))
+        result = {"counted": [int(v) for v in counted], "reported": [int(v) for v in prompt_tokens],
+                  "points": int(x.size), "mean_difference_tokens": float(np.mean(y - x)),
+                  "offset_tokens": offset, "ratio": ratio, "tolerance": tolerance, "flagged": flagged,
+                  "template_tokens": self.template_tokens}
+        if flagged:
+            result["reason"] = (f"the server counts {ratio:.3f} tokens per tokenizer.json token (more than "
+                                f"{tolerance:.0%} away from 1): the tokenizer does not match the served model; "
+                                f"prompt lengths follow the tokenizer.json uncorrected")
+        return result
+
+    def calibrate_server(self, texts: list[str], prompt_tokens: list[int]) -> dict[str, Any]:
+        """The runner's one calibration step: the server's counts for `texts` either fit the words→tokens line
+        (no tokenizer) or are compared with the tokenizer's (see `compare`)."""
+        if self.tokenizer is None:
+            return {"method": "words fit", **self.calibrate([len(t.split()) for t in texts], prompt_tokens)}
+        return {"method": "tokenizer.json", **self.compare([self.count(t) for t in texts], prompt_tokens)}
+
+    def _word_costs(self) -> np.ndarray:
+        """Tokens each vocabulary word adds after a space (additive for whitespace-split tokenizers; every text
+        built from them is counted for real afterwards, so a tokenizer that merges across words is still right)."""
+        if self._costs is None:
+            base = self.count("0")
+            self._costs = np.array([max(1, self.count("0 " + word) - base) for word in _WORDS], dtype=np.int64)
+        return self._costs
+
+    def text_for(self, rng: np.random.Generator, tokens: int, salt: int) -> tuple[str, int]:
+        """Synthetic text for a prompt the server should count as `tokens`, and the tokens it is expected to count:
+        with a tokenizer, the text's real count plus `template_tokens`; without, `tokens` (through the fitted line)."""
+        if self.tokenizer is None:
+            return synthetic_text(rng, self.words_for(tokens), salt), tokens
+        target = max(1, tokens - self.template_tokens)
+        costs = self._word_costs()
+        head = str(salt)
+        remaining = target - self.count(head)
+        picks: list[int] = []
+        if remaining > costs.max():
+            drawn = rng.integers(0, len(_WORDS), int(remaining // costs.min()) + 1)
+            keep = int(np.searchsorted(np.cumsum(costs[drawn]), remaining - costs.max(), side="right"))
+            picks = drawn[:keep].tolist()
+            remaining -= int(costs[drawn[:keep]].sum())
+        picks += self._fill(rng, remaining)
+        best: tuple[int, str, int] | None = None
+        for _ in range(_FIT_STEPS):
+            text = " ".join([head, *(_WORDS[i] for i in picks)])
+            real = self.count(text)
+            if best is None or abs(real - target) < best[0]:
+                best = (abs(real - target), text, real)
+            if real == target:
+                break
+            if real > target and picks:
+                picks.pop()
+            else:
+                more = self._fill(rng, target - real)
+                if not more:
+                    break
+                picks += more
+        assert best is not None
+        return best[1], best[2] + self.template_tokens
+
+    def _fill(self, rng: np.random.Generator, remaining: int) -> list[int]:
+        """Words whose costs add up to `remaining` (or as close below as the vocabulary allows)."""
+        costs = self._word_costs()
+        picks = []
+        while remaining > 0:
+            fitting = np.flatnonzero(costs <= remaining)
+            if fitting.size == 0:
+                break
+            exact = np.flatnonzero(costs == remaining)
+            choice = int(rng.choice(exact)) if exact.size else int(fitting[np.argmax(costs[fitting])])
+            picks.append(choice)
+            remaining -= int(costs[choice])
+        return picks
+
 
 def synthetic_text(rng: np.random.Generator, words: int, salt: int) -> str:
     """`words` common words, starting with a unique number so no two prompts share a cached prefix."""
@@ -209,8 +316,8 @@ def synthetic_prompts(spec: Mapping[str, Any], count: int, counter: TokenCounter
     outputs = lognormal_lengths(rng, out_mean, spec.get("output_tokens_p95"), count)
     items = []
     for i in range(count):
-        text = synthetic_text(rng, counter.words_for(int(inputs[i])), i)
-        item = PromptItem(max_tokens=int(outputs[i]), input_tokens=int(inputs[i]))
+        text, expected = counter.text_for(rng, int(inputs[i]), i)
+        item = PromptItem(max_tokens=int(outputs[i]), input_tokens=expected)
         if chat:
             item.messages = ([{"role": "system", "content": spec["system"]}] if spec.get("system") else []) + [
                 {"role": "user", "content": text}]

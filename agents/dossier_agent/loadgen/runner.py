@@ -181,12 +181,11 @@ def _prepare_items(spec: LoadSpec, counter: prompts.TokenCounter, count: int) ->
 
 async def _calibrate(pool: ConnectionPool, target: Target, spec: LoadSpec, headers: dict[str, str],
                      counter: prompts.TokenCounter) -> dict[str, Any]:
-    """Fit words → prompt tokens from the server's `usage.prompt_tokens` (non-streamed, max_tokens 1)."""
+    """Send `calibration_texts` (non-streamed, max_tokens 1) and hand the server's `usage.prompt_tokens` to the
+    counter: a words → tokens fit without a tokenizer, a comparison (offset, ratio, flag) with one."""
     api = spec.endpoint.get("api", "chat")
-    rng = np.random.default_rng(spec.seed + 7)
-    words, counted = [], []
-    for n in CALIBRATION_WORDS:
-        text = prompts.synthetic_text(rng, n, 10_000_000 + n)
+    texts, counted = calibration_texts(spec.seed), []
+    for text in texts:
         body: dict[str, Any] = {"model": spec.endpoint.get("model") or "default", "max_tokens": 1}
         if api == "chat":
             body["messages"] = [{"role": "user", "content": text}]
@@ -204,12 +203,17 @@ async def _calibrate(pool: ConnectionPool, target: Target, spec: LoadSpec, heade
             usage = {}
         if not isinstance(usage.get("prompt_tokens"), int):
             return {"calibrated": False, "reason": "the server reports no usage.prompt_tokens"}
-        words.append(n)
         counted.append(usage["prompt_tokens"])
     try:
-        return {"calibrated": True, **counter.calibrate(words, counted)}
+        return {"calibrated": True, **counter.calibrate_server(texts, counted)}
     except ValueError as error:
         return {"calibrated": False, "reason": str(error)}
+
+
+def calibration_texts(seed: int) -> list[str]:
+    """The calibration prompts of a run with this seed: synthetic text of `CALIBRATION_WORDS` words."""
+    rng = np.random.default_rng(seed + 7)
+    return [prompts.synthetic_text(rng, n, 10_000_000 + n) for n in CALIBRATION_WORDS]
 
 
 def _headers(spec: LoadSpec, api: str) -> dict[str, str]:
@@ -245,7 +249,10 @@ async def run_load(spec: LoadSpec, *, cancelled: Callable[[], bool] | None = Non
     closed = times is None
     concurrency = int(spec.profile.get("concurrency", 0)) if closed else 0
     planned = spec.max_requests if closed else int(times.size)
-    counter = prompts.TokenCounter(spec.prompts.get("tokenizer"))
+    try:  # a bad tokenizer.json stops the run here, before any request
+        counter = prompts.TokenCounter(spec.prompts.get("tokenizer"))
+    except prompts.TokenizerError as error:
+        raise SpecError(str(error)) from None
     pool = ConnectionPool(target, limit=max(concurrency, 1) if closed else spec.max_connections,
                           connect_timeout_s=spec.connect_timeout_s)
     meta: dict[str, Any] = {"run_id": run_id, "api": api, "client": "dossier-loadgen asyncio HTTP/1.1",
@@ -259,8 +266,10 @@ async def run_load(spec: LoadSpec, *, cancelled: Callable[[], bool] | None = Non
     gc.disable()
     try:
         synthetic = not (spec.prompts.get("dataset_lines") is not None or spec.prompts.get("dataset"))
-        if synthetic and spec.calibrate and api in ("chat", "completions") and counter.tokenizer is None:
+        if synthetic and spec.calibrate and api in ("chat", "completions"):
             meta["prompt_calibration"] = await _calibrate(pool, target, spec, headers, counter)
+            if meta["prompt_calibration"].get("flagged"):
+                hooks.log("prompt token calibration: " + meta["prompt_calibration"]["reason"], level="warning")
         meta["token_counting"] = counter.source
         items = _prepare_items(spec, counter, planned)
         if api == "generic":
