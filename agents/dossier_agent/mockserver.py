@@ -17,9 +17,10 @@ Everything a test or a phase-3 check needs to inject, with no jitter unless aske
   line on stdout when run as a command), so a phase-3 cold-start check can time a restart against it.
 
 Endpoints: `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/embeddings`, `GET /v1/models`,
-`GET /health`, `POST /generic` (a JSON service: answers `{"ok": true, "id": …, "echo": body}` after `ttft_s`),
-`GET /mock/stats`. Token counting of the mock: one token per whitespace-separated word, plus
-`chat_template_tokens` (default 0) on every chat request's `usage.prompt_tokens`, as a chat template adds.
+`GET /health`, `GET /metrics` (Prometheus text), `POST /generic` (a JSON service: answers
+`{"ok": true, "id": …, "echo": body}` after `ttft_s`), `GET /mock/stats`. Token counting of the mock: one token
+per whitespace-separated word, plus `chat_template_tokens` (default 0) on every chat request's
+`usage.prompt_tokens`, as a chat template adds.
 
 Run in a thread with `with MockServer(MockConfig(...)) as server: server.url`, or as a process:
 `python -m dossier_agent.mockserver --port 8000 [--ttft-ms 50 --token-ms 10 ...]`.
@@ -309,6 +310,20 @@ class MockServer:
         return {"tokens": tokens, "prompt_tokens": prompt, "stream": bool(body.get("stream")), "chat": chat,
                 "usage": bool(options.get("include_usage")), "model": body.get("model") or self.config.model}
 
+    def _prometheus(self) -> str:
+        """The counters in Prometheus' text format, as a serving stack's /metrics endpoint exposes them."""
+        stats = self.stats
+        lines = ["# HELP mock_requests_total Requests received.", "# TYPE mock_requests_total counter"]
+        lines += [f'mock_requests_total{{path="{path}"}} {count}' for path, count in sorted(stats.by_path.items())]
+        for name, value, kind, text in (
+            ("mock_completed_total", stats.completed, "counter", "Generations completed."),
+            ("mock_faults_total", stats.faults, "counter", "Faults injected."),
+            ("mock_active_requests", stats.active, "gauge", "Requests in flight."),
+            ("mock_ready_timestamp_seconds", self.ready_unix or 0, "gauge", "When the server became ready."),
+        ):
+            lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", f"{name} {value}"]
+        return "\n".join(lines) + "\n"
+
     def _json_reply(self, status: int, payload: Any, request_id: str) -> bytes:
         data = json.dumps(payload, separators=(",", ":")).encode()
         return _head(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
@@ -358,6 +373,10 @@ class MockServer:
                                     request_id)
         if request.path == "/mock/stats":
             return self._json_reply(200, self.snapshot(), request_id)
+        if request.path == "/metrics":
+            data = self._prometheus().encode()
+            return _head(200, [("Content-Type", "text/plain; version=0.0.4"), ("Content-Length", str(len(data))),
+                               ("x-request-id", request_id)]) + data
         if request.path == "/v1/embeddings":
             try:
                 body = json.loads(request.body or b"{}")

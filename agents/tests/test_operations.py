@@ -17,7 +17,8 @@ def mock_config(port: int, delay_s: float = 0.3, **operations_tables):
     argv = [sys.executable, "-m", "dossier_agent.mockserver", "--port", str(port), "--startup-delay-s", str(delay_s)]
     return {
         "serving": {"type": "process", "argv": argv, "health_url": f"http://127.0.0.1:{port}/health",
-                    "ready_pattern": "MOCK_READY", "env": {"PYTHONPATH": str(AGENTS_ROOT)}, "stop_timeout_s": 5},
+                    "metrics_url": f"http://127.0.0.1:{port}/metrics", "ready_pattern": "MOCK_READY",
+                    "env": {"PYTHONPATH": str(AGENTS_ROOT)}, "stop_timeout_s": 5},
         **operations_tables,
     }
 

@@ -77,6 +77,10 @@ def test_sigkill_under_load_is_detected_recovered_and_every_request_accounted_fo
     assert names == ["requests-1-kill_worker.jsonl.gz", "requests-2-bad_deploy.jsonl.gz", "serving_logs.jsonl.gz",
                      "operations.json"]
     assert result["observability"]["log_lines_captured"] > 0
+    # the stack's declared metrics endpoint answered and parsed, before and after the scenarios
+    before, after = result["observability"]["metrics_before"], result["observability"]["metrics_after"]
+    assert before["answers"] and before["parses"] and "mock_requests" in before["families"]
+    assert after["answers"] and after["parses"] and after["samples"] >= before["samples"]
 
 
 def test_cold_start_is_repeated_into_a_distribution(tmp_path):

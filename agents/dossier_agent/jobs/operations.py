@@ -217,7 +217,7 @@ def builtin_mock_stack(mock: dict[str, Any], port: int) -> ServingSpec:
     url = f"http://127.0.0.1:{port}"
     return parse_operations({
         "serving": {"type": "process", "argv": base, "health_url": f"{url}/health", "base_url": url,
-                    "ready_pattern": "MOCK_READY", "stop_timeout_s": 10},
+                    "metrics_url": f"{url}/metrics", "ready_pattern": "MOCK_READY", "stop_timeout_s": 10},
         "start": {}, "stop": {}, "restart": {}, "kill_worker": {},
         "bad_deploy": {"argv": [*base, "--fault", "status:500", "--fault-every", "1"]},
     })
