@@ -53,3 +53,37 @@ def test_a_malformed_offline_run_is_a_400(agent_api):
     assert response.status_code == 400
     assert {"offline_run_id", "spec"} <= set(response.json()["fields"])
     assert Job.objects.count() == 0
+
+
+def test_an_offline_run_measures_the_candidate_of_the_agents_node(agent_api, agent, team):
+    from apps.fleet.services import agent_link_candidate
+    from apps.quotes.tests.url_fixtures import make_candidate
+
+    candidate = make_candidate(team)
+    agent_link_candidate(agent=agent, candidate=candidate)
+    agent_api.post("/jobs/offline", BODY)
+    assert Job.objects.get().candidate == candidate
+
+
+def test_a_dispatched_job_measures_the_candidate_its_plan_names_else_its_agents(agent_api, agent, pool, team,
+                                                                                  other_team):
+    from apps.benchmarks.services import plan_create, plan_dispatch, plan_request_dispatch
+    from apps.fleet.services import agent_link_candidate
+    from apps.quotes.tests.url_fixtures import make_candidate
+
+    named, nodes, foreign = make_candidate(team), make_candidate(team), make_candidate(other_team)
+    agent_link_candidate(agent=agent, candidate=nodes)
+
+    def dispatched(spec, target_agent=None):
+        plan = plan_create(team=team, name="p", target_pool=pool, target_agent=target_agent, spec=spec)
+        plan_request_dispatch(plan=plan)
+        plan_dispatch(plan_id=plan.pk)
+        return plan.jobs.get()
+
+    assert dispatched({"candidate_id": named.pk, "jobs": [{"kind": "inventory"}]}).candidate == named
+    assert dispatched({"jobs": [{"kind": "inventory", "spec": {"origin": {"candidate_id": named.pk}}}]}
+                      ).candidate == named
+    assert dispatched({"jobs": [{"kind": "inventory"}]}, target_agent=agent).candidate == nodes
+    assert dispatched({"jobs": [{"kind": "inventory"}]}).candidate is None
+    # another team's candidate is never linked, whatever the plan says
+    assert dispatched({"candidate_id": foreign.pk, "jobs": [{"kind": "inventory"}]}).candidate is None
