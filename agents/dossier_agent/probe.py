@@ -1,6 +1,7 @@
 """One memory probe in its own process: `python -m dossier_agent.probe [--address-space-limit BYTES] < spec.json`.
 
-The probe builds the proxy (or loads nothing else: see the job module), runs one inference pass (KV cache for every
+The probe builds the proxy, or loads the node's own checkpoint when the spec holds `exact_model`
+(`dossier_agent.exact_model`: transformers, local files only), runs one inference pass (KV cache for every
 request at the full context, the engine's peak prefill step, a few decode steps) or a few training steps (forward,
 backward, AdamW with fp32 master weights) at the spec's concurrency or micro-batch `n`, and prints one line
 `DOSSIER_PROBE_RESULT {json}` on stdout. It never raises: an allocation failure (torch OOM, MemoryError, an
@@ -38,6 +39,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from dossier_agent.exact_model import OFFLINE_ENVIRONMENT
 
 RESULT_MARKER = "DOSSIER_PROBE_RESULT "
 MIB = 2**20
@@ -442,7 +445,7 @@ def _inference(torch, model, spec: dict[str, Any], n: int, recorder: Recorder) -
     recorder.mark("run")
 
 
-def _training(torch, model, spec: dict[str, Any], n: int, recorder: Recorder) -> None:
+def _training(torch, model, spec: dict[str, Any], n: int, recorder: Recorder, loss_function=None) -> None:
     from dossier_agent.proxies.optim import MasterWeightAdamW
 
     meter = recorder.meter
@@ -465,7 +468,10 @@ def _training(torch, model, spec: dict[str, Any], n: int, recorder: Recorder) ->
         base = meter.current()
         meter.begin_window()
         recorder.enter(f"forward_backward_{step}")
-        loss = model.training_loss(n, sequence, recompute=recompute, generator=generator)
+        if loss_function is not None:
+            loss = loss_function(n, sequence, generator)
+        else:
+            loss = model.training_loss(n, sequence, recompute=recompute, generator=generator)
         loss.backward()
         activations = max(activations, meter.window_peak() - base)
         if step == 0:
@@ -519,6 +525,38 @@ def _build(torch, spec: dict[str, Any], device, recorder: Recorder):
     return model
 
 
+def _build_exact(torch, spec: dict[str, Any], device, recorder: Recorder):
+    """The node's own checkpoint (`dossier_agent.exact_model`), loaded at the target precision and measured as the
+    proxy's weights are."""
+    from dossier_agent import exact_model
+    from dossier_agent.proxies.shape import ProxyShape, compute_precision
+    from dossier_agent.proxies.weights import DTYPES
+
+    shape = ProxyShape.from_spec(spec["model"])
+    dtype_name = compute_precision(shape.precision)
+    meter = recorder.meter
+    recorder.enter("import_transformers")
+    exact_model.go_offline()
+    import transformers
+
+    _config, model_class = exact_model.prepare(torch, spec)
+    before = meter.current()
+    recorder.enter("weights")
+    model = exact_model.load(torch, spec, device, DTYPES[dtype_name], model_class)
+    recorder.components["weights"] = meter.current() - before
+    parameters, tensor_bytes = exact_model.unique_parameters(model)
+    recorder.details.update(exact_parameters=parameters, exact_weight_tensor_bytes=tensor_bytes,
+                            exact_model_class=type(model).__name__, transformers_version=transformers.__version__)
+    recorder.mark("weights")
+    recorder.details["labels"] = {
+        "model_source": "exact", "architecture": shape.architecture, "exact_model_class": type(model).__name__,
+        "weights_storage": f"{dtype_name} tensors loaded from the checkpoint's safetensors (transformers "
+                           f"{transformers.__version__}, local files only)",
+        "compute_dtype": dtype_name, "layer_storage": "dense", "packed_4bit": False,
+    }
+    return model, DTYPES[dtype_name]
+
+
 def run_probe_body(spec: dict[str, Any], recorder_holder: list) -> dict[str, Any]:
     """Everything that may run out of memory; the recorder survives in `recorder_holder` for the report."""
     device_kind = spec.get("device", "cpu")
@@ -539,13 +577,31 @@ def run_probe_body(spec: dict[str, Any], recorder_holder: list) -> dict[str, Any
     else:
         recorder.components["runtime_baseline"] = meter.current()
     device = torch.device("cuda", 0) if device_kind == "cuda" else torch.device("cpu")
-    model = _build(torch, spec, device, recorder)
     n = int(spec["n"])
-    if spec.get("workload", "inference") == "training":
+    training = spec.get("workload", "inference") == "training"
+    if spec.get("exact_model"):
+        from dossier_agent import exact_model
+
+        model, dtype = _build_exact(torch, spec, device, recorder)
+        if training:
+            _training(torch, model, spec, n, recorder,
+                      loss_function=exact_model.training_loss_function(torch, model, spec))
+        else:
+            exact_model.run_inference(torch, model, spec, n, recorder, _kv_dtype(torch, spec, dtype))
+        return {"outcome": "ok"}
+    model = _build(torch, spec, device, recorder)
+    if training:
         _training(torch, model, spec, n, recorder)
     else:
         _inference(torch, model, spec, n, recorder)
     return {"outcome": "ok"}
+
+
+def _kv_dtype(torch, spec: dict[str, Any], default):
+    from dossier_agent.proxies.weights import DTYPES
+
+    name = (spec.get("inference") or {}).get("kv_cache_precision")
+    return DTYPES.get(name, default) if name else default
 
 
 def execute(spec: dict[str, Any]) -> dict[str, Any]:
@@ -628,6 +684,7 @@ def probe_environment(threads: int = 1, extra: dict[str, str] | None = None) -> 
         "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         "PYTHONUNBUFFERED": "1",
     })
+    environment.update(OFFLINE_ENVIRONMENT)  # an exact-model probe never reaches a model hub
     environment.update(extra or {})
     return environment
 

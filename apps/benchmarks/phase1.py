@@ -8,6 +8,7 @@ Results are found through the spec's `origin` (candidate, workload version, GPU)
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -53,6 +54,7 @@ class FitSettings:
     probe_timeout_s: int = 300
     device: str = "auto"
     search_maximum: int | None = None
+    model_path: str = ""  # the checkpoint folder on the node (the agent's exact-model path); empty: the proxy
 
 
 def is_training(plan: estimates.EstimatePlan) -> bool:
@@ -142,6 +144,8 @@ def derive_memory_fit_spec(
         "latency_limits_ms": dict(latency_limits or {}),
         "origin": dict(origin or {}),
     }
+    if settings.model_path:
+        spec["model_path"] = settings.model_path
     if capacity is not None:
         fit = memory.fit(breakdown, capacity)
         spec["capacity"] = {
@@ -221,6 +225,15 @@ class MemoryFitReading:
     predicted_capacity_bytes: int | None
     components: tuple[ComponentRow, ...]
     comparison_note: str | None
+    model_source: str = "proxy"
+    proxy_reason: str | None = None
+    checkpoint_parameters: int | None = None
+    checkpoint_weight_bytes: int | None = None
+    exact_model_class: str | None = None
+
+    @property
+    def checkpoint_weight_mib(self) -> float | None:
+        return None if self.checkpoint_weight_bytes is None else round(self.checkpoint_weight_bytes / MIB, 1)
 
     @property
     def device_reported_memory(self) -> bool:
@@ -293,6 +306,11 @@ def read_memory_fit(result: Mapping[str, Any], spec: Mapping[str, Any] | None = 
         predicted_capacity_bytes=_int_or_none(capacity.get("usable_bytes")),
         components=rows,
         comparison_note=result.get("comparison_note"),
+        model_source=str(result.get("model_source") or labels.get("model_source") or "proxy"),
+        proxy_reason=result.get("proxy_reason") or labels.get("proxy_reason"),
+        checkpoint_parameters=_int_or_none((result.get("checkpoint") or {}).get("parameter_count")),
+        checkpoint_weight_bytes=_int_or_none((result.get("checkpoint") or {}).get("weight_bytes")),
+        exact_model_class=(result.get("exact_model") or {}).get("model_class"),
     )
 
 
@@ -376,6 +394,77 @@ def group_residuals(residuals: Iterable[Residual]) -> list[ResidualGroup]:
         )
         for (architecture, precision, component), items in sorted(groups.items())
     ]
+
+
+#: Fewer results than this in a group make its suggested margin provisional.
+MARGIN_MIN_RESULTS = 3
+TOTAL_COMPONENT = "total_without_margin"
+
+
+@dataclass(frozen=True)
+class MarginSuggestion:
+    """The safety margin the residuals of one GPU architecture and precision suggest.
+
+    Rule: the largest underestimate of the total seen in the group — the highest error % of "total without the safety
+    margin" (measured above predicted is positive) — rounded up to a whole percent, and never below 0 (a group whose
+    results all came in under the prediction needs no margin beyond the estimate). The largest, not a mean or a
+    percentile: with the handful of results a team has, a margin that one result already exceeded would not be safe.
+    Fewer than MARGIN_MIN_RESULTS results make it provisional."""
+
+    gpu_architecture: str
+    precision: str
+    count: int
+    max_underestimate_pct: float
+    mean_error_pct: float
+    suggested_margin_pct: int
+    current_margin_pct: float
+
+    @property
+    def provisional(self) -> bool:
+        return self.count < MARGIN_MIN_RESULTS
+
+    @property
+    def exceeds_current(self) -> bool:
+        return self.suggested_margin_pct > self.current_margin_pct
+
+
+def suggested_margins(groups: Iterable[ResidualGroup]) -> list[MarginSuggestion]:
+    """One suggestion per GPU architecture and precision, from its "total without the safety margin" residuals."""
+    current = round(100 * memory.DEFAULT_SAFETY_MARGIN_FRACTION, 1)
+    return [
+        MarginSuggestion(
+            gpu_architecture=group.gpu_architecture, precision=group.precision, count=group.count,
+            max_underestimate_pct=group.max_error_pct, mean_error_pct=group.mean_error_pct,
+            suggested_margin_pct=max(0, math.ceil(group.max_error_pct)), current_margin_pct=current,
+        )
+        for group in groups
+        if group.component == TOTAL_COMPONENT
+    ]
+
+
+def residuals_figure(groups: Iterable[ResidualGroup]) -> dict[str, Any]:
+    """A Plotly figure: the mean error % per component, one bar series per GPU architecture and precision, the
+    whiskers spanning the smallest and largest error of the group; the zero line is the prediction."""
+    series: dict[tuple[str, str], list[ResidualGroup]] = defaultdict(list)
+    for group in groups:
+        series[(group.gpu_architecture, group.precision)].append(group)
+    data = []
+    for (architecture, precision), items in sorted(series.items()):
+        data.append({
+            "type": "bar", "name": f"{architecture} · {precision}",
+            "x": [item.label for item in items], "y": [item.mean_error_pct for item in items],
+            "error_y": {"type": "data", "symmetric": False,
+                        "array": [round(item.max_error_pct - item.mean_error_pct, 2) for item in items],
+                        "arrayminus": [round(item.mean_error_pct - item.min_error_pct, 2) for item in items]},
+        })
+    layout = {
+        "barmode": "group",
+        "title": {"text": _("Memory estimate residuals: measured vs predicted (%)")},
+        "yaxis": {"title": {"text": _("Error (%)")}, "zeroline": True},
+        "legend": {"orientation": "h"},
+        "margin": {"t": 48, "r": 16, "b": 96, "l": 64},
+    }
+    return {"data": data, "layout": layout}
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -532,6 +621,13 @@ class MemoryFitPlanForm(forms.Form):
                                          widget=forms.Select(attrs={"translate": "no"}))
     target_agent = forms.ModelChoiceField(label=gettext_lazy("Agent"), queryset=None, required=False,
                                           widget=forms.Select(attrs={"translate": "no"}))
+    model_path = forms.CharField(
+        label=gettext_lazy("Checkpoint folder on the node (optional)"), required=False, max_length=500,
+        help_text=gettext_lazy("An absolute path on the agent's machine to a folder with config.json and "
+                               ".safetensors files: the real weights are loaded there, nothing is downloaded. Left "
+                               "empty, or not loadable there, the agent runs a proxy of the same shape and says why."),
+        widget=forms.TextInput(attrs={"translate": "no"}),
+    )
     dispatch = forms.BooleanField(label=gettext_lazy("Dispatch at once"), required=False, initial=True)
 
     def __init__(self, *args, team, **kwargs):
@@ -548,7 +644,15 @@ class MemoryFitPlanForm(forms.Form):
             self.add_error("target_agent", _("The agent is not in the chosen pool."))
         return cleaned
 
+    def clean_model_path(self) -> str:
+        value = (self.cleaned_data.get("model_path") or "").strip()
+        if value and (not value.startswith(("/", "~")) or "://" in value):
+            raise forms.ValidationError(_("Give an absolute folder path on the node (model ids and URLs are never "
+                                          "downloaded)."))
+        return value
+
     def settings(self) -> FitSettings:
         data = self.cleaned_data
         return FitSettings(tokens=data["tokens"], concurrency=data["concurrency"], max_probes=data["max_probes"],
-                           probe_timeout_s=data["probe_timeout_s"], device=data["device"])
+                           probe_timeout_s=data["probe_timeout_s"], device=data["device"],
+                           model_path=data.get("model_path") or "")

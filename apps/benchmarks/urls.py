@@ -19,4 +19,5 @@ urlpatterns = [
     path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),
     path("artifacts/<int:pk>/download/", views.artifact_download, name="artifact-download"),
     path("candidates/<int:candidate_pk>/memory-fit/", views.memory_fit_plan_create_view, name="memory-fit-plan"),
+    path("memory-fit/residuals/", views.memory_fit_residuals_view, name="memory-fit-residuals"),
 ]

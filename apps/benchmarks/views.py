@@ -214,3 +214,17 @@ def memory_fit_plan_create_view(request, candidate_pk: int):
         "capacity": preview.get("capacity"),
         "capacity_mib": round(preview["capacity"]["usable_bytes"] / phase1.MIB, 1) if preview.get("capacity") else None,
     }, status=400 if request.method == "POST" else 200)
+
+
+def memory_fit_residuals_view(request):
+    """Phase-1 residuals (measured − predicted) per GPU architecture, precision and component over the user's
+    results, with the chart and the safety margin they suggest (issue 6)."""
+    from apps.benchmarks import phase1
+
+    groups = phase1.memory_fit_residuals(request.user)
+    return render(request, "benchmarks/memory_fit_residuals.html", {
+        "groups": groups,
+        "margins": phase1.suggested_margins(groups),
+        "figure": phase1.residuals_figure(groups) if groups else None,
+        "margin_min_results": phase1.MARGIN_MIN_RESULTS,
+    })

@@ -20,11 +20,25 @@ Spec (JSON object; the model fields are those of the estimator's `ModelShape`):
                     "denoise_steps": 2},
       "predicted": {... the server's Breakdown.as_dict() for the target ...},
       "device": "auto" | "cuda" | "cpu",
-      "exact_model_path": null,
+      "model_path": null,                           # the node's own checkpoint folder (see below)
       "search": {"max_probes": 6, "probe_timeout_s": 300, "minimum": 1, "maximum": 1024,
                  "address_space_limit_bytes": null, "cpu_threads": 1},
       "seed": 0
     }
+
+The exact model (`model_path`): an absolute path, on the node that runs the job, to a folder with `config.json` and
+`*.safetensors` (a `save_pretrained` folder; `exact_model_path` is read as the same field). It is never a model id and
+nothing is ever downloaded. The job first inspects it in its own process (`dossier_agent.exact_model`): the
+safetensors headers give the checkpoint's parameter count and weight bytes (no tensor loaded), then transformers,
+offline and local-files-only, must build the checkpoint's architecture. When it can, every probe loads the real weights
+onto the device at the target precision and runs the same phases as the proxy (the KV cache is transformers'
+StaticCache allocated up front for the target context × concurrency), measured by the same meter with the same report,
+so the search and the OOM handling are shared. When it cannot — no path, a path missing on this node, no config.json
+or safetensors, transformers or safetensors absent, an architecture transformers cannot load, a precision the
+checkpoint is not loaded at (fp8/int8/int4/nf4), LoRA/QLoRA training, a diffusion model, an fp8/int8 KV cache, or a
+first exact probe that fails without running out of memory — the proxy of the spec's shape runs, and the result says
+why: `model_source` "exact" | "proxy", `proxy_reason`, and `checkpoint` (the header figures) whenever the folder could
+be read.
 
 Events: one `measurement` event per probe (n, outcome, footprint, components). Artifact: `memory_fit_probes.json`,
 every probe's full report (phases, allocator statistics, stderr tail).
@@ -35,12 +49,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dossier_agent.errors import JobCancelled
+from dossier_agent.exact_model import EXACT_PRECISIONS, folder_problem
 from dossier_agent.proxies.shape import DiffusionGeometry, ProxyShape, ProxyShapeError, default_kv_precision
 
 KIND = "memory_fit"
@@ -107,7 +123,9 @@ class FitPlan:
     probe_base: dict[str, Any]
     search: SearchSettings
     predicted: dict[str, Any] | None
-    exact_model_note: str | None = None
+    model_path: str | None = None
+    proxy_reason: str | None = None  # why the exact model is not used (None: not asked for, or used)
+    exact: dict[str, Any] | None = None  # the inspection's report (checkpoint summary, model class)
 
     @property
     def variable(self) -> str:
@@ -132,17 +150,66 @@ def resolve_device(requested: str, inventory: dict[str, Any]) -> tuple[str, str]
     return "cpu", "auto: no GPU reported by NVML" + why
 
 
-def _exact_model_note(path: Any) -> str | None:
-    """Why the exact model was not used (None when no path was given)."""
-    if not path:
+def _model_path(spec: dict[str, Any]) -> str | None:
+    value = spec.get("model_path", spec.get("exact_model_path"))
+    if value is None or value == "":
         return None
-    folder = Path(str(path))
-    if not folder.is_dir() or not any(folder.glob("*.safetensors")):
-        return f"exact_model_path {folder} holds no .safetensors files: proxy used"
-    if importlib.util.find_spec("transformers") is None:
-        return "transformers is not installed on this node: proxy of the same shape used"
-    return ("the exact model is not loaded by this agent version (its probe runs the proxy's preallocated KV cache); "
-            "proxy of the same shape used")
+    if not isinstance(value, str):
+        raise MemoryFitSpecError(f"model_path must be a folder path on the node, got {value!r}")
+    if "://" in value:
+        raise MemoryFitSpecError(f"model_path must be a local folder, never a URL: {value!r}")
+    return value
+
+
+def exact_model_problem(plan: FitPlan) -> str | None:
+    """Why the spec itself rules the exact model out (None when only the folder and the node can say)."""
+    if plan.model_path is None:
+        return None
+    shape = plan.shape
+    if shape.architecture == "diffusion":
+        return "diffusion transformers are not loaded through transformers: proxy used"
+    if shape.precision not in EXACT_PRECISIONS:
+        return (f"the exact path loads the checkpoint at fp32/bf16/fp16; {shape.precision} weights use the proxy's "
+                "quantised storage: proxy used")
+    if plan.workload == "training" and plan.probe_base["training"]["method"] != "full":
+        return (f"{plan.probe_base['training']['method']} training attaches the proxy's adapters (no peft on the "
+                "exact path): proxy used")
+    kv = (plan.probe_base.get("inference") or {}).get("kv_cache_precision")
+    if kv is not None and kv not in EXACT_PRECISIONS:
+        return f"transformers' static cache holds 16/32-bit keys and values, not {kv}: proxy used"
+    return folder_problem(plan.model_path)
+
+
+def choose_model(plan: FitPlan, inspector: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Set the plan's model source: the exact checkpoint when the node can load it, else the proxy with the reason.
+    `inspector` runs `dossier_agent.exact_model.inspect` (in its own process in the job)."""
+    if plan.model_path is None:
+        return
+    problem = exact_model_problem(plan)
+    folder_ok = folder_problem(plan.model_path) is None
+    if problem is not None and not folder_ok:
+        plan.proxy_reason = problem
+        return
+    report = inspector({"path": str(Path(os.path.expanduser(plan.model_path))), "shape": plan.shape.as_dict(),
+                        "encoder": plan.shape.architecture == "encoder"})
+    plan.exact = report
+    if problem is not None:
+        plan.proxy_reason = problem
+    elif not report.get("usable"):
+        plan.proxy_reason = report.get("reason") or "the checkpoint cannot be loaded: proxy used"
+    else:
+        plan.probe_base["exact_model"] = {"path": report["checkpoint"]["path"],
+                                          "auto_class": report.get("auto_class"),
+                                          "model_class": report.get("model_class")}
+
+
+def fall_back_to_proxy(plan: FitPlan, reason: str) -> None:
+    plan.probe_base.pop("exact_model", None)
+    plan.proxy_reason = reason
+
+
+def model_source(plan: FitPlan) -> str:
+    return "exact" if plan.probe_base.get("exact_model") else "proxy"
 
 
 def parse_spec(spec: dict[str, Any], inventory: dict[str, Any] | None = None) -> FitPlan:
@@ -236,7 +303,7 @@ def parse_spec(spec: dict[str, Any], inventory: dict[str, Any] | None = None) ->
         shape=shape, workload=workload, device=device, device_reason=reason,
         target=min(max(target, search.minimum), search.maximum), target_tokens=target_tokens,
         probe_base=probe_base, search=search, predicted=predicted,
-        exact_model_note=_exact_model_note(spec.get("exact_model_path")),
+        model_path=_model_path(spec),
     )
 
 
@@ -573,12 +640,12 @@ def build_result(plan: FitPlan, search: dict[str, Any], inventory: dict[str, Any
         "device_kind": plan.device,
         "device_choice": plan.device_reason,
         "memory_accounting": "cpu-process-rss" if plan.device == "cpu" else "torch-cuda-allocator+nvml",
-        "model_source": "proxy",
+        "model_source": model_source(plan),
         "architecture": plan.shape.architecture,
         "precision": plan.shape.precision,
     }
-    if plan.exact_model_note:
-        labels["exact_model"] = plan.exact_model_note
+    if plan.proxy_reason:
+        labels["proxy_reason"] = plan.proxy_reason
     reference = target_probe or next((probe for probe in probes if probe.get("details")), None)
     if reference is not None:
         labels.update((reference.get("details") or {}).get("labels") or {})
@@ -593,6 +660,13 @@ def build_result(plan: FitPlan, search: dict[str, Any], inventory: dict[str, Any
         "kind": KIND,
         "workload": plan.workload,
         "labels": labels,
+        "model_source": model_source(plan),
+        "proxy_reason": plan.proxy_reason if model_source(plan) == "proxy" else None,
+        "model_path": plan.model_path,
+        "checkpoint": (plan.exact or {}).get("checkpoint"),
+        "exact_model": {key: (plan.exact or {}).get(key) for key in (
+            "model_class", "model_type", "auto_class", "transformers_version", "meta_parameters", "config_shape",
+            "shape_mismatches")} if model_source(plan) == "exact" else None,
         "model": plan.shape.as_dict(),
         "target": {plan.variable: plan.target,
                    ("p95_context_tokens" if plan.workload == "inference" else "sequence_length"): plan.target_tokens},
@@ -641,17 +715,20 @@ def build_result(plan: FitPlan, search: dict[str, Any], inventory: dict[str, Any
 
 
 def run(spec: dict[str, Any], ctx) -> dict[str, Any]:
+    from dossier_agent.exact_model import run_inspection
     from dossier_agent.probe import probe_environment, run_probe
 
     if importlib.util.find_spec("torch") is None:
         raise RuntimeError("the memory_fit job needs torch on this node: pip install 'dossier-agent[torch]'")
     inventory = getattr(ctx, "inventory", None) or {}
     plan = parse_spec(spec, inventory)
+    environment = probe_environment(plan.search.cpu_threads)
+    choose_model(plan, lambda request: run_inspection(
+        request, timeout_s=min(plan.search.probe_timeout_s, 600.0), environment=environment))
     ctx.log("memory fit planned", device=plan.device, device_choice=plan.device_reason, workload=plan.workload,
             architecture=plan.shape.architecture, target=plan.target, max_probes=plan.search.max_probes,
-            exact_model=plan.exact_model_note)
+            model_source=model_source(plan), proxy_reason=plan.proxy_reason)
     ctx.progress(0.0, "probing the target")
-    environment = probe_environment(plan.search.cpu_threads)
 
     def probe_runner(probe_spec: dict[str, Any]) -> dict[str, Any]:
         return run_probe(
@@ -668,7 +745,16 @@ def run(spec: dict[str, Any], ctx) -> dict[str, Any]:
         ctx.progress(min(count / plan.search.max_probes, 0.99), f"probe {count}: n={summary['n']} "
                                                                  f"{summary['outcome']}")
 
-    search = run_search(plan, probe_runner, cancelled=ctx.cancelled, on_probe=on_probe)
+    try:
+        search = run_search(plan, probe_runner, cancelled=ctx.cancelled, on_probe=on_probe)
+    except RuntimeError as error:
+        if model_source(plan) != "exact":
+            raise
+        # The checkpoint inspected well but its first probe failed without running out of memory (a load error,
+        # an unsupported forward): the proxy of the same shape runs the whole search instead.
+        fall_back_to_proxy(plan, f"the exact model's first probe failed ({str(error)[:400]}): proxy used")
+        ctx.log("exact model failed, proxy used", reason=plan.proxy_reason)
+        search = run_search(plan, probe_runner, cancelled=ctx.cancelled, on_probe=on_probe)
     result = build_result(plan, search, inventory)
     artifact = json.dumps({"spec": spec, "probes": search["probes"]}, indent=1, sort_keys=True, default=str)
     result["probes_artifact_sha256"] = ctx.add_artifact(artifact.encode(), "memory_fit_probes.json",

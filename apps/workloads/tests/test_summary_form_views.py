@@ -201,3 +201,15 @@ def test_the_create_page_renders_every_section(client_for, platform_user):
     for section in ("workload", "model", "request", "training", "success", "latency", "operations", "metric"):
         assert f'id="section-{section}"' in page
     assert 'hx-post="/workloads/validate/"' in page
+
+
+def test_the_form_sections_and_the_service_edit_the_same_fields():
+    """forms.SECTIONS lays out what a person edits; services.EDITABLE_FIELDS is what the service accepts. They must
+    not drift: every form field is editable, and the only editable fields without a form field are the two the form
+    fills from the pasted config.json."""
+    from apps.workloads.forms import FORM_FIELDS
+    from apps.workloads.services import EDITABLE_FIELDS
+
+    assert len(FORM_FIELDS) == len(set(FORM_FIELDS))
+    assert set(EDITABLE_FIELDS) - set(FORM_FIELDS) == {"config_json", "shape_extras"}
+    assert set(FORM_FIELDS) <= set(EDITABLE_FIELDS)
