@@ -222,14 +222,16 @@ def store_on_candidate(result: Result, phase2: dict[str, Any]) -> dict[str, Any]
             report["skipped"].append(f"{q}: too few samples")
         else:
             figures.append((metric, _decimal(value * 1000, 3), "", f"{reference} (measured): end-to-end {q}"))
-    measured = summary["counts"]["measured"]
+    measured, errors = summary["counts"]["measured"], summary["counts"]["errors"]
     if measured:
-        fraction = summary["counts"]["errors"] / measured
-        if fraction < 1:
+        # Per request served, as phase 4 charges failures: generated × (1 + retry rate + failure rate).
+        served = measured - errors
+        fraction = errors / served if served else None
+        if fraction is not None and fraction < 1:
             figures.append((InputMetric.FAILURE_RATE, _decimal(fraction, 8), "",
-                            f"{reference} (measured): errors / measured requests"))
+                            f"{reference} (measured): failed requests ÷ requests served = {errors} ÷ {served}"))
         else:
-            report["skipped"].append("failure rate: every request failed")
+            report["skipped"].append("failure rate: as many requests failed as were served, or more")
     for metric, value, unit, note in figures:
         try:
             phase4_input_set(actor=ACTOR, candidate=candidate, metric=metric, value=value,

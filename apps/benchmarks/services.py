@@ -834,6 +834,10 @@ def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: di
 INGEST_HANDLERS: dict[str, str] = {
     "throughput": "apps.benchmarks.phase2.ingest_throughput",
     "memory_fit": "apps.benchmarks.phase1.ingest_memory_fit",
+    "operations": "apps.benchmarks.phase3.ingest",
+    "acceptance": "apps.benchmarks.phase3.ingest",
+    "checkpoint": "apps.benchmarks.phase3.ingest",
+    "allreduce": "apps.benchmarks.phase3.ingest",
 }
 
 

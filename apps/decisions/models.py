@@ -38,12 +38,19 @@ class InputMetric(models.TextChoices):
     TRAINING_THROUGHPUT = "training_tokens_per_second", _("Training throughput, whole cluster (tokens/s)")
     CHECKPOINT_WRITE_HOURS = "checkpoint_write_hours", _("Checkpoint write stall (hours)")
     RESTART_HOURS = "restart_hours", _("Restart after a failure (hours)")
+    # Informational (phase 3): no comparison computes with these two; a training run's lost work per failure is
+    # derived from its checkpoint interval and restart time, never added a second time.
+    COLD_START_SECONDS = "cold_start_seconds", _("Cold start to healthy (seconds)")
+    LOST_WORK_GPU_HOURS = "lost_work_gpu_hours", _("Lost work per failure (GPU-hours)")
 
 
 #: Metrics written as a fraction of 1.
 FRACTION_METRICS = frozenset(
     {InputMetric.RETRY_RATE, InputMetric.FAILURE_RATE, InputMetric.MEMORY_MARGIN, InputMetric.HEADROOM}
 )
+#: The retry rate counts retries per request served (apps/decisions/normalize.py charges generated × (1 + retry rate
+#: + failure rate)); it may pass 1 under induced failures, never this.
+RETRY_RATE_LIMIT = 10
 #: Metrics that are whole numbers.
 COUNT_METRICS = frozenset(
     {InputMetric.TESTED_CONTEXT_TOKENS, InputMetric.TESTED_CONCURRENCY, InputMetric.GPUS_PER_REPLICA,
@@ -53,17 +60,19 @@ COUNT_METRICS = frozenset(
 
 #: Metrics a training comparison reads, and metrics only a serving comparison reads.
 TRAINING_METRICS = frozenset(
-    {InputMetric.TRAINING_THROUGHPUT, InputMetric.CHECKPOINT_WRITE_HOURS, InputMetric.RESTART_HOURS}
+    {InputMetric.TRAINING_THROUGHPUT, InputMetric.CHECKPOINT_WRITE_HOURS, InputMetric.RESTART_HOURS,
+     InputMetric.LOST_WORK_GPU_HOURS}
 )
 SERVING_METRICS = frozenset(
     {InputMetric.CAPACITY_AT_SLO, InputMetric.RETRY_RATE, InputMetric.P50_LATENCY_MS, InputMetric.P95_LATENCY_MS,
-     InputMetric.P99_LATENCY_MS, InputMetric.HEADROOM}
+     InputMetric.P99_LATENCY_MS, InputMetric.HEADROOM, InputMetric.COLD_START_SECONDS}
 )
 #: Metrics that describe GPUs we run (an API route has none of them).
 FLEET_METRICS = frozenset(
     {InputMetric.CAPACITY_AT_SLO, InputMetric.MEMORY_MARGIN, InputMetric.TESTED_CONTEXT_TOKENS,
      InputMetric.TESTED_CONCURRENCY, InputMetric.GPUS_PER_REPLICA, InputMetric.NODES_PER_REPLICA,
-     InputMetric.INTERCONNECT_BUS_BANDWIDTH_GBPS, InputMetric.HEADROOM, *TRAINING_METRICS}
+     InputMetric.INTERCONNECT_BUS_BANDWIDTH_GBPS, InputMetric.HEADROOM, InputMetric.COLD_START_SECONDS,
+     *TRAINING_METRICS}
 )
 
 
@@ -166,7 +175,13 @@ class Phase4Input(models.Model):
 
         errors: dict[str, list] = {}
         if self.value is not None:
-            if self.metric in FRACTION_METRICS and self.value >= 1:
+            if self.metric == InputMetric.RETRY_RATE:
+                # Retries per request served: under induced failures a request may need more than one retry.
+                if self.value >= RETRY_RATE_LIMIT:
+                    errors.setdefault("value", []).append(
+                        _("Write retries per request served, below %(limit)s: 0.02 means 2 %%.")
+                        % {"limit": RETRY_RATE_LIMIT})
+            elif self.metric in FRACTION_METRICS and self.value >= 1:
                 errors.setdefault("value", []).append(_("Write a fraction below 1: 0.02 means 2 %."))
             if self.metric in COUNT_METRICS and self.value != self.value.to_integral_value():
                 errors.setdefault("value", []).append(_("This figure is a whole number."))

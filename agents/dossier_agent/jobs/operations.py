@@ -914,12 +914,15 @@ def phase4_inputs(result: dict[str, Any]) -> dict[str, Any]:
     requests = sum(s["accounting"]["requests"] for s in scenarios)
     lost = sum(s["accounting"]["lost"] for s in scenarios)
     cold = (result.get("cold_start") or {}).get("time_to_healthy_s") or {}
+    accepted = sum(s["accounting"]["accepted"] for s in scenarios)
+    # Per request that succeeded, as phase 4 charges them: accepted × (1 + retry_rate + failed_request_fraction)
+    # = requests + retries = every attempt paid (a retried request is paid per attempt, accepted at most once).
     return {
-        "retry_rate": (attempts - requests) / attempts if attempts else None,
-        "failed_request_fraction": lost / requests if requests else None,
+        "retry_rate": (attempts - requests) / accepted if accepted else None,
+        "failed_request_fraction": lost / accepted if accepted else None,
         "attempts": attempts,
         "requests": requests,
-        "accepted_requests": sum(s["accounting"]["accepted"] for s in scenarios),
+        "accepted_requests": accepted,
         "recovery_time_s_per_incident": {s["name"]: s["time_to_healthy_s"] for s in scenarios},
         "cold_start_s_median": cold.get("median"),
         "source": "operations job: failure scenarios under steady load (these rates are under induced failures, "

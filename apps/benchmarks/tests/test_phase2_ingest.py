@@ -188,7 +188,11 @@ def test_a_sweep_puts_capacity_per_gpu_and_tail_latency_on_the_candidate_with_pr
     assert capacity.reference.startswith(f"job:{stored.job_id} (measured)")
     assert inputs["p95_latency_ms"].reference.startswith(f"job:{stored.job_id}")
     assert inputs["p95_latency_ms"].value == Decimal(str(round(level["e2e_p95_s"] * 1000, 3)))
-    assert inputs["failure_rate"].value == Decimal(str(round(level["failure_fraction"], 8)))
+    counts = phase["summary"]["counts"]
+    assert inputs["failure_rate"].value == Decimal(str(round(
+        counts["errors"] / (counts["measured"] - counts["errors"]), 8)))
+    assert inputs["failure_rate"].reference.endswith(
+        f"failed requests ÷ requests served = {counts['errors']} ÷ {counts['measured'] - counts['errors']}")
     assert sorted(phase["phase4"]["stored"]) == sorted(
         ["capacity_at_slo", "p95_latency_ms", "p99_latency_ms", "failure_rate"])
 
