@@ -215,3 +215,10 @@ def test_a_plan_against_the_builtin_mock_needs_no_node_operation(pool):
     plan_request_dispatch(plan=plan)
     plan_dispatch(plan_id=plan.pk)
     assert plan.jobs.get().required_operations == []
+
+
+def test_the_job_page_says_which_rank_of_which_group(pool, client_for, finance_user):
+    group = _dispatch_group(pool)
+    job = group.jobs.get(group_rank=1)
+    page = client_for(finance_user).get(job.get_absolute_url()).content.decode()
+    assert "Rank 1 of 2 in group" in page and group.public_id in page and "generation 1" in page
