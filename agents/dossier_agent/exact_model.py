@@ -118,10 +118,26 @@ def _tensor_table(path: Path) -> tuple[dict[str, tuple[str, list[int]]], str]:
             f"safetensors header parsed (8-byte length + JSON table; no tensor loaded; {why})")
 
 
+def _weight_files(folder: Path) -> list[Path]:
+    """The safetensors files `from_pretrained` loads: the shards of `model.safetensors.index.json` when there is one
+    (a folder may also ship a consolidated copy, which is not loaded), else every *.safetensors file."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text()).get("weight_map")
+        except (OSError, ValueError, AttributeError):
+            weight_map = None
+        if isinstance(weight_map, dict) and weight_map:
+            shards = sorted({str(name) for name in weight_map.values()})
+            if all("/" not in name and (folder / name).is_file() for name in shards):
+                return [folder / name for name in shards]
+    return sorted(folder.glob("*.safetensors"))
+
+
 def checkpoint_summary(folder: str | Path) -> dict[str, Any]:
     """Parameter count and weight bytes of every tensor in the folder's *.safetensors files, per dtype."""
     folder = Path(folder)
-    files = sorted(folder.glob("*.safetensors"))
+    files = _weight_files(folder)
     by_dtype: dict[str, dict[str, int]] = {}
     parameters = weight_bytes = tensors = 0
     sources = set()
@@ -285,7 +301,8 @@ def prepare(torch, spec: dict[str, Any]):
 def load(torch, spec: dict[str, Any], device, dtype, model_class):
     """The checkpoint on `device` at `dtype`, in eval or train mode for the workload."""
     exact = spec["exact_model"]
-    options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False, "dtype": dtype}
+    options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False, "dtype": dtype,
+                               "use_safetensors": True}  # never a pickle file (pytorch_model.bin) from the folder
     if device.type == "cpu":
         # Read the files into process memory (as a GPU load copies them into device memory) instead of mapping
         # them: what is resident is then the weights, not whichever file pages were touched.

@@ -201,3 +201,18 @@ def test_without_transformers_the_inspection_gives_the_reason_and_still_reads_th
     report = exact_model.inspect({"path": str(tiny_checkpoint)})
     assert report["usable"] is False and "transformers is not installed" in report["reason"]
     assert report["checkpoint"]["parameter_count"] == total_parameters(ProxyShape.from_spec(TINY))
+
+
+def test_a_sharded_checkpoint_counts_its_indexed_shards_not_a_consolidated_copy(tmp_path):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    first, second = {"a": torch.zeros(4, 8)}, {"b": torch.zeros(16, dtype=torch.bfloat16)}
+    save_file(first, str(tmp_path / "model-00001-of-00002.safetensors"))
+    save_file(second, str(tmp_path / "model-00002-of-00002.safetensors"))
+    save_file({**first, **second}, str(tmp_path / "consolidated.safetensors"))  # shipped beside, never loaded
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    summary = checkpoint_summary(tmp_path)
+    assert summary["parameter_count"] == 32 + 16
+    assert summary["weight_bytes"] == 32 * 4 + 16 * 2

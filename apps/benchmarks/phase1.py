@@ -262,13 +262,20 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """A part of an agent's result that should be an object; anything else reads as empty (never raises)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def read_memory_fit(result: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -> MemoryFitReading:
     """A memory-fit RESULT object (and the spec it ran with) as a reading; missing parts read as None."""
-    labels = result.get("labels") or {}
-    usable = result.get("usable_memory") or {}
-    largest = result.get("largest_fitting") or {}
-    predicted = result.get("predicted") or {}
-    capacity = (spec or {}).get("capacity") or {}
+    labels = _mapping(result.get("labels"))
+    usable = _mapping(result.get("usable_memory"))
+    largest = _mapping(result.get("largest_fitting"))
+    predicted = _mapping(result.get("predicted"))
+    capacity = _mapping(_mapping(spec).get("capacity"))
+    checkpoint = _mapping(result.get("checkpoint"))
+    exact = _mapping(result.get("exact_model"))
     rows = tuple(
         ComponentRow(
             component=str(row.get("component")),
@@ -277,15 +284,15 @@ def read_memory_fit(result: Mapping[str, Any], spec: Mapping[str, Any] | None = 
             error_pct=row.get("error_pct") if isinstance(row.get("error_pct"), (int, float)) else None,
             note=row.get("note"),
         )
-        for row in result.get("comparison") or []
+        for row in (result.get("comparison") if isinstance(result.get("comparison"), list) else [])
         if isinstance(row, Mapping)
     )
     return MemoryFitReading(
         device_kind=str(labels.get("device_kind") or ""),
         memory_accounting=str(labels.get("memory_accounting") or ""),
-        architecture=str(labels.get("architecture") or (result.get("model") or {}).get("architecture") or ""),
-        precision=str(labels.get("precision") or (result.get("model") or {}).get("precision") or ""),
-        target=dict(result.get("target") or {}),
+        architecture=str(labels.get("architecture") or _mapping(result.get("model")).get("architecture") or ""),
+        precision=str(labels.get("precision") or _mapping(result.get("model")).get("precision") or ""),
+        target=dict(_mapping(result.get("target"))),
         fits_at_target=bool(result.get("fits_at_target")),
         peak_bytes=_int_or_none(result.get("peak_bytes")),
         peak_source=result.get("peak_source"),
@@ -308,9 +315,9 @@ def read_memory_fit(result: Mapping[str, Any], spec: Mapping[str, Any] | None = 
         comparison_note=result.get("comparison_note"),
         model_source=str(result.get("model_source") or labels.get("model_source") or "proxy"),
         proxy_reason=result.get("proxy_reason") or labels.get("proxy_reason"),
-        checkpoint_parameters=_int_or_none((result.get("checkpoint") or {}).get("parameter_count")),
-        checkpoint_weight_bytes=_int_or_none((result.get("checkpoint") or {}).get("weight_bytes")),
-        exact_model_class=(result.get("exact_model") or {}).get("model_class"),
+        checkpoint_parameters=_int_or_none(checkpoint.get("parameter_count")),
+        checkpoint_weight_bytes=_int_or_none(checkpoint.get("weight_bytes")),
+        exact_model_class=str(exact["model_class"]) if exact.get("model_class") is not None else None,
     )
 
 

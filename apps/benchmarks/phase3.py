@@ -97,8 +97,11 @@ def request_records(result: Result) -> dict[int, list[Any]]:
         if match is None or artifact.purged_at is not None or not artifact.storage_name:
             continue
         try:
-            with artifact_storage().open(artifact.storage_name, "rb") as handle:
-                data = gzip.decompress(handle.read(MAX_RECORDS_BYTES))
+            with artifact_storage().open(artifact.storage_name, "rb") as handle, \
+                    gzip.GzipFile(fileobj=handle) as unpacked:
+                data = unpacked.read(MAX_RECORDS_BYTES + 1)  # never more than the limit in memory
+            if len(data) > MAX_RECORDS_BYTES:
+                raise figures.ShapeError(f"{artifact.name}: more than {MAX_RECORDS_BYTES} bytes once uncompressed")
             lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
         except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as error:
             raise figures.ShapeError(f"{artifact.name}: not readable request records ({error})") from None
@@ -183,14 +186,44 @@ def ingest(*, result: Result, now=None) -> dict[str, Any]:
     except figures.ShapeError as error:
         logger.warning("%s result %s not summarised: %s", kind, result.pk, error)
         return {SUMMARY_KEY: {"kind": kind, "problem": str(error)}}
+    except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as error:
+        # A shape the checks did not foresee: summarised as a problem, so one bad result never blocks the ingest
+        # queue (the re-drive would retry it for ever). Logged with its traceback: the checks should name it.
+        logger.exception("%s result %s not summarised", kind, result.pk)
+        return {SUMMARY_KEY: {"kind": kind, "problem": f"unexpected result shape ({type(error).__name__}: {error})"}}
     phase4 = summary.pop("_phase4", None)
-    if phase4 is not None:
+    group = result.job.group if result.job.group_id else None
+    if phase4 is not None and group is not None:
+        summary["phase4"] = store_group_figures(result, kind, group)
+    elif phase4 is not None:
         summary["phase4"] = store_on_candidate(result, kind, phase4, caveat=CAVEATS.get(kind, ""))
     else:
         candidate = candidate_of(result)
         summary["phase4"] = {"candidate_id": candidate.pk if candidate else None, "stored": [], "skipped": []}
     return {SUMMARY_KEY: summary}
 
+
+
+def store_group_figures(result: Result, kind: str, group) -> dict[str, Any]:
+    """A job group's figures count once every rank of one generation succeeded, and then from rank 0's result
+    (docs/agent-protocol.md §8). The last rank to finish is ingested after the group succeeded, so its ingest stores
+    them; a rank ingested earlier stores nothing."""
+    from apps.benchmarks.models import JobGroupStatus
+
+    group.refresh_from_db()
+    if group.status != JobGroupStatus.SUCCEEDED:
+        candidate = candidate_of(result)
+        return {"candidate_id": candidate.pk if candidate else None, "stored": [],
+                "skipped": [f"job group {group.public_id} has not succeeded (yet): its figures are stored once every "
+                            "rank of one generation succeeded, from rank 0's result"]}
+    rank_zero = (Result.objects.select_related("job", "job__group").filter(
+        job__group=group, job__group_rank=0, canonical=True, status=ResultStatus.SUCCEEDED).first())
+    if rank_zero is None:
+        return {"candidate_id": None, "stored": [], "skipped": [f"job group {group.public_id}: no result of rank 0"]}
+    phase4 = SUMMARIZERS[kind](rank_zero)["_phase4"]
+    report = store_on_candidate(rank_zero, kind, phase4, caveat=CAVEATS.get(kind, ""))
+    report["from_result"] = rank_zero.pk
+    return report
 
 
 # --- reading back (candidate and quote pages) -----------------------------------------------------------------------

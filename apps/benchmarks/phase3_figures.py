@@ -6,9 +6,10 @@ either returns plain data or raises `ShapeError` naming what is wrong: a malform
 problem by the caller, never half-read. Counts are integers and the phase-4 figures exact Decimals computed from
 them (a float the agent measured enters once, through its shortest decimal repr):
 
-* retry rate            = retries ÷ attempts, retries = attempts − requests (the agent's definition: every attempt
-                          is paid once, a request counts once whatever its attempts)
-* failed-request share  = lost ÷ requests (a request lost after every retry; a retried success is not lost)
+* retry rate            = retries ÷ requests that succeeded, retries = attempts − requests (every attempt is paid
+                          once, a request counts once whatever its attempts; the basis phase 4 charges on)
+* failed-request share  = lost ÷ requests that succeeded (a request lost after every retry; a retried success is
+                          not lost)
 * accepted requests     = succeeded first try + retried then succeeded (each request at most once)
 * recovery per incident = mean over the scenarios of the time from the event to the first healthy answer, ÷ 3600
 * cold start            = median of the cold-start runs' time to healthy (seconds)
@@ -21,7 +22,7 @@ them (a float the agent measured enters once, through its shortest decimal repr)
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from dossier_agent.jobs import acceptance as agent_acceptance
@@ -64,8 +65,14 @@ def _count(value: Any, where: str) -> int:
 def _number(value: Any, where: str, *, optional: bool = False, positive: bool = False) -> float | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ShapeError(f"{where}: expected a finite number, got {value!r}")
+    try:
+        finite = math.isfinite(value) and abs(value) < 1e30  # no measurement is larger; keeps Decimals in range
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
+        raise ShapeError(f"{where}: expected a finite number below 1e30, got {str(value)[:40]}")
     if positive and not value > 0:
         raise ShapeError(f"{where}: expected a positive number, got {value!r}")
     return float(value)
@@ -86,7 +93,10 @@ def quantized(value: Decimal, places: int = PLACES) -> Decimal:
     """Rounded half-even to `places` decimals (what a Phase4Input can hold), trailing zeros dropped."""
     with localcontext() as context:
         context.prec = 60
-        rounded = value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
+        try:
+            rounded = value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
+        except InvalidOperation:
+            raise ShapeError(f"a figure of {value:.3e} is out of range") from None
     return rounded.normalize() if rounded != 0 else Decimal(0)
 
 
@@ -135,6 +145,8 @@ def count_requests(lines: list[Any], where: str = "requests") -> dict[str, int]:
     for position, line in enumerate(_list(lines, where)):
         outcome, attempts = check_request_line(line, f"{where}[{position}]")
         index = line.get("i")
+        if isinstance(index, bool) or not isinstance(index, (int, str)):
+            raise ShapeError(f"{where}[{position}].i: expected a request number, got {index!r}")
         if index in seen:
             raise ShapeError(f"{where}[{position}]: request {index!r} is listed twice")
         seen.add(index)
@@ -298,7 +310,10 @@ def checkpoint_figures(result: Any) -> dict[str, Any]:
     for position, projection in enumerate(_list(result.get("projections") or [], "result.projections")):
         projection = _dict(projection, f"projections[{position}]")
         lost = _dict(projection.get("lost_work") or {}, f"projections[{position}].lost_work")
-        projections[projection.get("target")] = {"gpus": lost.get("gpus")}
+        target = projection.get("target")
+        if not isinstance(target, str):
+            raise ShapeError(f"projections[{position}].target: expected a target name, got {target!r}")
+        projections[target] = {"gpus": lost.get("gpus")}
     figures: dict[str, tuple[Decimal, str]] = {}
     skipped: list[str] = []
     chosen = next((target for target in targets if target["verified"]), None)

@@ -100,8 +100,18 @@ def normalise_plan_spec(plan_spec: Any) -> list[JobEntry]:
     return entries
 
 
+def _allowed_group_env() -> frozenset[str]:
+    """The variables the agent lets a group set (network interfaces, debug output): its own list."""
+    from dossier_agent.jobs.allreduce import ALLOWED_ENV
+
+    return ALLOWED_ENV
+
+
 def _group_of(raw: dict[str, Any], kind: Any, where: str, problems: list[str]) -> tuple[int | None, dict[str, str]]:
     """The entry's group (world size, environment), or (None, {}) when it is a plain job."""
+    if isinstance(raw.get("spec"), dict) and "group" in raw["spec"]:
+        # The rank, the world and the meeting point come from the server, never from a plan's spec.
+        problems.append(f"{where}.spec.group: describe a group with the entry's \"group\", not inside its spec")
     if "group" not in raw:
         return None, {}
     group = raw["group"]
@@ -123,5 +133,9 @@ def _group_of(raw: dict[str, Any], kind: Any, where: str, problems: list[str]) -
         for name, value in env.items()
     ):
         problems.append(f"{where}.group.env: must map variable names (A-Z, 0-9, _) to short strings")
+        env = {}
+    elif refused := sorted(set(env) - _allowed_group_env()):
+        problems.append(f"{where}.group.env: the agent accepts only {', '.join(sorted(_allowed_group_env()))}; "
+                        f"refused: {', '.join(refused)}")
         env = {}
     return world_size, dict(env)

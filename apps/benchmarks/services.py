@@ -81,7 +81,10 @@ def plan_create(
         raise PlanError(_("The agent pool belongs to another team."))
     if target_agent is not None and target_agent.pool_id != target_pool.pk:
         raise PlanError(_("The agent is not in the chosen pool."))
-    check_declared_operations(entries=normalise_plan_spec(spec), target_pool=target_pool, target_agent=target_agent)
+    entries = normalise_plan_spec(spec)
+    if target_agent is not None and any(entry.world_size for entry in entries):
+        raise PlanError(_("A job group needs one agent per rank: aim it at a pool, not at one agent."))
+    check_declared_operations(entries=entries, target_pool=target_pool, target_agent=target_agent)
     plan = BenchmarkPlan(
         team=team, name=name, description=description, spec=spec, target_pool=target_pool,
         target_agent=target_agent, created_by=actor if getattr(actor, "is_authenticated", False) else None,
@@ -219,9 +222,11 @@ def _plan_candidate_id(plan: BenchmarkPlan, entries) -> int | None:
     share (plans derived from a candidate), else the candidate of the node of the agent it targets."""
     named = plan.spec.get("candidate_id") if isinstance(plan.spec, dict) else None
     if named is None:
-        origins = {entry.spec.get("origin", {}).get("candidate_id") if isinstance(entry.spec.get("origin"), dict)
-                   else None for entry in entries}
-        named = origins.pop() if len(origins) == 1 else None
+        origins = [entry.spec.get("origin", {}).get("candidate_id") if isinstance(entry.spec.get("origin"), dict)
+                   else None for entry in entries]
+        # Only whole numbers count (anything else in the plan's JSON is no candidate); every job must share it.
+        ids = {value if isinstance(value, int) and not isinstance(value, bool) else None for value in origins}
+        named = ids.pop() if len(ids) == 1 else None
     found = _team_candidate_id(plan.team_id, named)
     if found is None and plan.target_agent is not None:
         found = _team_candidate_id(plan.team_id, plan.target_agent.candidate_id)
@@ -387,6 +392,17 @@ def group_state(attempt: JobAttempt) -> dict[str, Any] | None:
     return state
 
 
+def _lock_group_of(job_id: int) -> None:
+    """Lock the job's group row first (inside the caller's transaction), when it has one.
+
+    Every write that may touch a group (start, finish, the reaper, the re-run) takes the group row before any attempt
+    or job row, so on PostgreSQL two ranks ending at once queue on the group instead of deadlocking on each other's
+    rows. SQLite serialises writers anyway (IMMEDIATE transactions)."""
+    group_id = Job.objects.filter(pk=job_id).values_list("group_id", flat=True).first()
+    if group_id is not None:
+        JobGroup.objects.select_for_update().filter(pk=group_id).first()
+
+
 def _group_rerun(*, group_id: int, reason: str, now: datetime) -> bool:
     """One rank's attempt ended without success: start the whole group again as the next generation.
 
@@ -511,6 +527,7 @@ def attempt_start(*, attempt: JobAttempt, number: int, inventory: dict[str, Any]
     _check_attempt_number(attempt, number)
     now = now or timezone.now()
     with transaction.atomic():
+        _lock_group_of(attempt.job_id)
         attempt = JobAttempt.objects.select_for_update().get(pk=attempt.pk)
         job = Job.objects.select_for_update().get(pk=attempt.job_id)
         if attempt.number < job.attempt_count:
@@ -700,6 +717,7 @@ def attempt_finish(*, attempt: JobAttempt, idempotency_key: str, raw_body: bytes
     now = now or timezone.now()
     body_sha256 = hashlib.sha256(raw_body).hexdigest()
     with transaction.atomic():
+        _lock_group_of(attempt.job_id)
         attempt = JobAttempt.objects.select_for_update().select_related("agent").get(pk=attempt.pk)
         job = Job.objects.select_for_update().get(pk=attempt.job_id)
         if attempt.finish_idempotency_key:
@@ -761,6 +779,9 @@ def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | Non
     if not current or not still_open or job.results.filter(canonical=True).exists():
         return False
     if job.group_id is not None and attempt.group_generation is not None:
+        group_status = JobGroup.objects.filter(pk=job.group_id).values_list("status", flat=True).first()
+        if group_status == JobGroupStatus.FAILED or job.is_final:
+            return False  # the group already ended this job: a late finish is kept, never canonical
         if status == ResultStatus.SUCCEEDED:
             _group_settle_success(job=job, now=now)
         elif status in (ResultStatus.FAILED, ResultStatus.HANDED_BACK) and _group_rerun(
@@ -887,6 +908,7 @@ def reap_expired_leases(*, now: datetime | None = None) -> int:
     expired = JobAttempt.objects.filter(status__in=LIVE_ATTEMPT_STATUSES, lease_expires_at__lt=now)
     for attempt_id, job_id, agent_id in list(expired.values_list("pk", "job_id", "agent_id")[:500]):
         with transaction.atomic():
+            _lock_group_of(job_id)
             if JobAttempt.objects.filter(
                 pk=attempt_id, status__in=LIVE_ATTEMPT_STATUSES, lease_expires_at__lt=now
             ).update(status=AttemptStatus.AGENT_LOST, ended_at=now) != 1:
@@ -894,11 +916,16 @@ def reap_expired_leases(*, now: datetime | None = None) -> int:
             reaped += 1
             job = Job.objects.select_for_update().get(pk=job_id)
             attempt = JobAttempt.objects.get(pk=attempt_id)
-            if attempt.number == job.attempt_count and job.status in ACTIVE_JOB_STATUSES and job.group_id:
-                _group_rerun(group_id=job.group_id, now=now,
-                             reason=f"rank {job.group_rank} (job {job.pk}, attempt {attempt.number}): agent lost")
+            current = attempt.number == job.attempt_count and job.status in ACTIVE_JOB_STATUSES
+            if current and job.group_id:
+                # The whole group runs again; when it cannot (cancelled, out of generations) this job ends below,
+                # unless the group already ended it.
+                rerun = _group_rerun(group_id=job.group_id, now=now,
+                                     reason=f"rank {job.group_rank} (job {job.pk}, attempt {attempt.number}): "
+                                            "agent lost")
                 job.refresh_from_db()
-            elif attempt.number == job.attempt_count and job.status in ACTIVE_JOB_STATUSES:
+                current = not rerun and not job.is_final
+            if current:
                 if job.cancel_requested:
                     job.status = JobStatus.CANCELLED
                     job.finished_at = now

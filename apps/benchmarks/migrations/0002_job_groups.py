@@ -6,6 +6,18 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def link_existing_jobs(apps, schema_editor):
+    """Jobs dispatched before Job.candidate existed: the candidate their plan named (`candidate_id` at the top of the
+    plan's spec, how phase 2 found it until now), of the job's own team."""
+    Job = apps.get_model("benchmarks", "Job")
+    Candidate = apps.get_model("quotes", "Candidate")
+    for job in Job.objects.filter(candidate__isnull=True, plan__isnull=False).select_related("plan").iterator():
+        named = job.plan.spec.get("candidate_id") if isinstance(job.plan.spec, dict) else None
+        if isinstance(named, int) and not isinstance(named, bool) and Candidate.objects.filter(
+                pk=named, team_id=job.team_id).exists():
+            Job.objects.filter(pk=job.pk).update(candidate_id=named)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -80,4 +92,5 @@ class Migration(migrations.Migration):
             model_name='jobgroup',
             constraint=models.CheckConstraint(condition=models.Q(('generation__lte', models.F('max_generations'))), name='benchmarks_group_generations_bounded'),
         ),
+        migrations.RunPython(link_existing_jobs, migrations.RunPython.noop),
     ]

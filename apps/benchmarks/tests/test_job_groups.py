@@ -222,3 +222,58 @@ def test_the_job_page_says_which_rank_of_which_group(pool, client_for, finance_u
     job = group.jobs.get(group_rank=1)
     page = client_for(finance_user).get(job.get_absolute_url()).content.decode()
     assert "Rank 1 of 2 in group" in page and group.public_id in page and "generation 1" in page
+
+
+# --- edge cases found in review ----------------------------------------------------------------------------------
+
+
+def test_a_lost_rank_of_a_cancelled_group_ends_cancelled(pool):
+    group = _dispatch_group(pool)
+    first, second = _agents(pool, 2)
+    one, two = first.claim_job(job_kinds=KINDS), second.claim_job(job_kinds=KINDS)
+    first.start(one)
+    second.start(two)
+    job_cancel(job=Job.objects.get(pk=one.job_id), reason="stop")
+    JobAttempt.objects.filter(job_id=two.job_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert tasks.reap_expired_leases() == 1
+    assert Job.objects.get(pk=two.job_id).status == JobStatus.CANCELLED
+    group.refresh_from_db()
+    assert group.status == JobGroupStatus.CANCELLED
+
+
+def test_a_late_success_of_a_lost_rank_does_not_revive_a_failed_group(pool, settings):
+    settings.DOSSIER_JOB_MAX_ATTEMPTS = 1
+    group = _dispatch_group(pool)
+    first, second = _agents(pool, 2)
+    one, two = first.claim_job(job_kinds=KINDS), second.claim_job(job_kinds=KINDS)
+    first.start(one)
+    second.start(two)
+    JobAttempt.objects.filter(job_id=two.job_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    tasks.reap_expired_leases()
+    group.refresh_from_db()
+    assert group.status == JobGroupStatus.FAILED
+    assert second.finish(two, result={"rows": []}).json()["canonical"] is False
+    assert Job.objects.get(pk=two.job_id).status == JobStatus.FAILED
+
+
+def test_plans_that_cannot_meet_or_that_set_the_meeting_point_are_refused(pool):
+    agent, _token = register_agent(pool, machine_id="only-one", job_kinds=KINDS)
+    group_entry = {"kind": "allreduce", "spec": SPEC, "group": {"world_size": 2}}
+    with pytest.raises(PlanError, match="one agent per rank"):
+        plan_create(team=pool.team, name="g", target_pool=pool, target_agent=agent, spec={"jobs": [group_entry]})
+    with pytest.raises(PlanError, match=r"spec\.group"):
+        plan_create(team=pool.team, name="g", target_pool=pool, spec={"jobs": [
+            {"kind": "allreduce", "spec": {**SPEC, "group": {"rank": 0, "world_size": 2, "master_addr": "10.9.9.9",
+                                                             "master_port": 29500}}}]})
+    with pytest.raises(PlanError, match="refused: LD_PRELOAD"):
+        plan_create(team=pool.team, name="g", target_pool=pool, spec={"jobs": [
+            {**group_entry, "group": {"world_size": 2, "env": {"LD_PRELOAD": "/tmp/x.so"}}}]})
+
+
+def test_a_malformed_origin_in_a_plan_does_not_break_dispatch(pool):
+    plan = plan_create(team=pool.team, name="odd origin", target_pool=pool, spec={"jobs": [
+        {"kind": "inventory", "spec": {"origin": {"candidate_id": [1, 2]}}},
+        {"kind": "inventory", "spec": {"origin": {"candidate_id": {"a": 1}}}}]})
+    plan_request_dispatch(plan=plan)
+    assert plan_dispatch(plan_id=plan.pk) == 2
+    assert set(plan.jobs.values_list("candidate", flat=True)) == {None}

@@ -208,6 +208,45 @@ def test_a_malformed_checkpoint_or_allreduce_result_is_a_problem(pool, candidate
     assert not Phase4Input.objects.filter(candidate=candidate, reference__contains="phase 3").exists()
 
 
+def test_a_groups_interconnect_figure_counts_once_every_rank_succeeded_and_from_rank_zero(allreduce_run, pool,
+                                                                                          candidate):
+    from apps.benchmarks import tasks
+    from apps.benchmarks.models import JobGroup, Result
+    from apps.benchmarks.services import plan_create, plan_dispatch, plan_request_dispatch
+
+    rows = copy.deepcopy(allreduce_run[0])
+    rows["label"] = "cuda"  # the storing rule on real rows, as if measured on GPUs (the label is the only change)
+    plan = plan_create(team=pool.team, name="two nodes", target_pool=pool, spec={
+        "candidate_id": candidate.pk, "jobs": [{"kind": "allreduce", "spec": {"device": "cpu"},
+                                                "group": {"world_size": 2}}]})
+    plan_request_dispatch(plan=plan)
+    plan_dispatch(plan_id=plan.pk)
+    apis = [agent_api(pool, machine_id=f"rank-{index}") for index in range(2)]
+    claimed = [api.claim_job(job_kinds=("allreduce",)) for api in apis]
+    by_rank = {item.body["group"]["rank"]: (api, item) for api, item in zip(apis, claimed, strict=True)}
+    results = {}
+    for rank in (1, 0):  # rank 1 finishes first: the group has not succeeded when it is ingested
+        api, item = by_rank[rank]
+        api.start(item)
+        figures = {**rows, "node_rank": rank}
+        assert api.finish(item, result=figures).status_code == 201
+        results[rank] = Result.objects.get(job_id=int(item.job_id))
+        assert tasks.ingest_result(results[rank].pk) is True
+        results[rank].refresh_from_db()
+    assert "has not succeeded (yet)" in results[1].summary["phase3"]["phase4"]["skipped"][0]
+    assert JobGroup.objects.get(plan=plan).status == "succeeded"
+    report = results[0].summary["phase3"]["phase4"]
+    assert report["stored"] == ["interconnect_busbw_gbps"] and report["from_result"] == results[0].pk
+    stored = _inputs(candidate)["interconnect_busbw_gbps"]
+    assert stored.reference.startswith(f"job:{results[0].job_id} ")
+
+
+def test_an_unforeseen_result_shape_is_a_problem_not_a_stuck_ingest(pool, candidate):
+    stored = finish(agent_api(pool), pool, "checkpoint", CHECKPOINT_SPEC,
+                    {"targets": [], "workload": {"checkpoint_bytes": 10**400}}, candidate=candidate)
+    assert stored.ingested_at is not None and "problem" in stored.summary["phase3"]
+
+
 def test_the_sections_have_no_untranslated_text(pseudo_locale, checkpoint_run, allreduce_run, acceptance_run,  # noqa: F811
                                                 pool, candidate, client, platform_user):
     for position, (kind, spec, run) in enumerate((("checkpoint", CHECKPOINT_SPEC, checkpoint_run),
