@@ -93,8 +93,12 @@ def test_group_settings_are_checked(tmp_path):
         allreduce.run({**SMALL, "group": {**group, "env": {"NCCL_NET_PLUGIN": "evil"}}}, context)
     with pytest.raises(allreduce.AllReduceSpecError, match=r"group\.rank"):
         allreduce.run({**SMALL, "group": {**group, "rank": 2}}, context)
+    # No rendezvous in the spec: the job waits for the agent to pass it on (here none comes) …
+    with pytest.raises(TimeoutError, match=r"rendezvous did not arrive within 0\.3 s"):
+        allreduce.run({**SMALL, "timeout_s": 0.3, "group": {"rank": 1, "world_size": 2}}, context)
+    # … and a context that cannot pass one on is refused at once.
     with pytest.raises(allreduce.AllReduceSpecError, match="rendezvous"):
-        allreduce.run({**SMALL, "group": {"rank": 1, "world_size": 2}}, context)
+        allreduce._rendezvous({"rank": 1, "world_size": 2}, object(), 5)
     with pytest.raises(allreduce.AllReduceSpecError, match="NCCL needs CUDA"):
         allreduce.run({**SMALL, "backend": "nccl"}, context)
     events.close()

@@ -163,10 +163,13 @@ def test_a_finish_made_while_the_server_is_down_is_delivered_later_exactly_once(
     proxy.up()
     e2e.start_worker()
     state_dir = e2e.register_agent(registration_token, server_url=proxy.url)
-    e2e.start_agent(state_dir)
+    agent = e2e.start_agent(state_dir)
     dispatch(pool, kind="test_sleeper", spec={"seconds": 3})
     job = e2e.wait_for(lambda: Job.objects.filter(target_pool=pool).first(), what="the job to be dispatched")
     e2e.wait_for(lambda: attempt_status(job, 1) == AttemptStatus.RUNNING, what="attempt 1 to start")
+    # The server has recorded the start; wait until the agent has its reply too (else the cut below can swallow the
+    # reply, and the agent keeps asking to start instead of running the job).
+    e2e.wait_for(lambda: 'event="job started"' in agent.log_text(), what="the agent to start the job process")
 
     proxy.down()
     e2e.wait_for(lambda: _spooled_finishes(state_dir), timeout=30, what="the agent to spool its finish")
