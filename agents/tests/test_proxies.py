@@ -258,7 +258,7 @@ def test_encoder_and_dit_run_inference_and_a_training_step(recompute):
 @pytest.mark.parametrize(
     ("model", "field"),
     [
-        ({**GQA, "kv_lora_rank": 64, "qk_rope_head_dim": 16}, "kv_lora_rank"),
+        ({**GQA, "kv_lora_rank": 64}, "qk_rope_head_dim"),  # latent attention needs both (test_proxy_mla.py)
         ({**GQA, "num_kv_heads": 3}, "num_kv_heads"),
         ({**GQA, "architecture": "other"}, "architecture"),
         ({**GQA, "vocab_size": None}, "vocab_size"),

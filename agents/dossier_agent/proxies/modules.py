@@ -1,11 +1,15 @@
-"""Proxy models: a decoder (dense, GQA, MoE), an encoder and a diffusion transformer of a given shape, with random
-weights made on the device at the target precision, and the operations a memory probe runs on them.
+"""Proxy models: a decoder (dense, GQA, MoE; multi-head or latent attention), an encoder and a diffusion transformer
+of a given shape, with random weights made on the device at the target precision, and the operations a memory probe
+runs on them.
 
 The layout follows the estimator's parameter formulas (see `shape.py`), so the proxy holds the parameters the
 prediction counted. What the proxies leave out does not change memory in a way the estimator models: rotary position
 embeddings (a transient the size of q and k), dropout, and real tokenisation. Grouped-query attention expands the keys
 and values of one layer at a time for prefill and training (a transient, as eager implementations do) and uses the
-grouped layout for decode, so the KV cache itself is never expanded.
+grouped layout for decode, so the KV cache itself is never expanded. Latent attention (MLA) caches one latent row per
+token and layer; prefill projects keys and values back out of it (a transient, as vLLM's prefill path does), decode
+absorbs the up-projections into the query and the output (as vLLM and FlashMLA do), so decode reads the latent cache
+as stored.
 """
 
 from __future__ import annotations
@@ -82,7 +86,7 @@ class LoraAdapter(nn.Module):
 
 class Linear(nn.Module):
     def __init__(self, options: BuildOptions, d_in: int, d_out: int, *, bias: bool = False,
-                 lora_name: str | None = None, experts: int | None = None):
+                 lora_name: str | tuple[str, ...] | None = None, experts: int | None = None):
         super().__init__()
         self.lead = (experts,) if experts else ()
         self.d_in, self.d_out = d_in, d_out
@@ -95,14 +99,23 @@ class Linear(nn.Module):
         if bias:
             self.bias = nn.Parameter(torch.zeros((*self.lead, d_out), device=options.device,
                                                  dtype=options.compute_dtype), requires_grad=options.train_base)
-        self.lora_name = lora_name
+        # The LoRA targets that adapt this matrix (MLA's shared latent projections answer to both "k" and "v").
+        self.lora_names = (lora_name,) if isinstance(lora_name, str) else tuple(lora_name or ())
         self.lora: LoraAdapter | None = None
         if options.build_adapters:
             self.add_adapter(options)
 
     def add_adapter(self, options: BuildOptions) -> None:
-        if options.lora_rank and self.lora_name in options.lora_targets and self.lora is None:
+        targeted = any(name in options.lora_targets for name in self.lora_names)
+        if options.lora_rank and targeted and self.lora is None:
             self.lora = LoraAdapter(options, self.d_in, self.d_out, self.lead)
+
+    def effective_weight(self) -> torch.Tensor:
+        """The (out, in) matrix this layer applies, dequantised and with its adapter's B·A·(α/r) (no experts)."""
+        weight = self.store.materialise()
+        if self.lora is not None:
+            weight = weight + (self.lora.b @ self.lora.a) * self.lora.scale
+        return weight
 
     def forward(self, x: torch.Tensor, index: int | None = None) -> torch.Tensor:
         y = apply_weight(x, self.store, index)
@@ -202,15 +215,22 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -
 
 @dataclass
 class LayerCache:
-    """One layer's KV cache for every request: (requests, n_kv, tokens, d), in the cache's storage dtype."""
+    """One layer's KV cache for every request: (requests, n_kv, tokens, d), in the cache's storage dtype. Latent
+    attention keeps one tensor (requests, 1, tokens, r_kv + d_rope) in `k` and no `v`: each row is the token's
+    normalised latent and its shared rope key, read as the key of one KV head whose value is the first r_kv columns."""
 
     k: torch.Tensor
-    v: torch.Tensor
+    v: torch.Tensor | None
     window: bool
 
     @property
     def capacity(self) -> int:
         return self.k.shape[2]
+
+    @property
+    def nbytes(self) -> int:
+        tensors = (self.k,) if self.v is None else (self.k, self.v)
+        return sum(tensor.numel() * tensor.element_size() for tensor in tensors)
 
 
 @dataclass
@@ -219,7 +239,7 @@ class KVCache:
 
     @property
     def nbytes(self) -> int:
-        return sum(layer.k.numel() * layer.k.element_size() * 2 for layer in self.layers)
+        return sum(layer.nbytes for layer in self.layers)
 
 
 class Attention(nn.Module):
@@ -287,6 +307,89 @@ class Attention(nn.Module):
         return self.o(out.reshape(b, 1, self.heads * self.head_dim))
 
 
+class LatentAttention(nn.Module):
+    """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434): queries h → a·(d_nope + d_rope), or through a
+    normalised latent of r_q with q_lora_rank; keys and values share one down-projection h → r_kv + d_rope (the
+    latent, normalised, and a rope key shared by all heads), the latent going up to a·(d_nope + d_v). The cache holds
+    the r_kv + d_rope row per token; keys are [W_UK·latent, rope key], values W_UV·latent, scores scaled by
+    1/√(d_nope + d_rope)."""
+
+    def __init__(self, options: BuildOptions, shape: ProxyShape):
+        super().__init__()
+        h, a = shape.hidden_size, shape.num_attention_heads
+        self.heads = a
+        self.rank, self.rope, self.nope, self.value_dim = shape.latent_dims
+        self.scale = 1 / math.sqrt(self.nope + self.rope)
+        q_rank = shape.q_lora_rank
+        self.q_down = Linear(options, h, q_rank, lora_name="q") if q_rank else None
+        self.q_norm = RMSNorm(options, q_rank) if q_rank else None
+        self.q = Linear(options, q_rank or h, a * (self.nope + self.rope), lora_name="q")
+        self.kv_down = Linear(options, h, self.rank + self.rope, lora_name=("k", "v"))
+        self.kv_norm = RMSNorm(options, self.rank)
+        self.kv_up = Linear(options, self.rank, a * (self.nope + self.value_dim), lora_name=("k", "v"))
+        self.o = Linear(options, a * self.value_dim, h, lora_name="o")
+
+    def _queries(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        source = x if self.q_down is None else self.q_norm(self.q_down(x))
+        return self.q(source).view(b, t, self.heads, self.nope + self.rope).transpose(1, 2)
+
+    def _latent(self, x: torch.Tensor) -> torch.Tensor:
+        """(b, t, r_kv + d_rope): what the cache keeps for each token."""
+        down = self.kv_down(x)
+        return torch.cat((self.kv_norm(down[..., :self.rank]), down[..., self.rank:]), dim=-1)
+
+    def _keys_values(self, latent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys (b, a, S, d_nope + d_rope) and values (b, a, S, d_v) projected out of the latent rows."""
+        b, s, _ = latent.shape
+        kv = self.kv_up(latent[..., :self.rank]).view(b, s, self.heads, self.nope + self.value_dim).transpose(1, 2)
+        k_nope, values = kv.split((self.nope, self.value_dim), dim=-1)
+        k_rope = latent[..., self.rank:].unsqueeze(1).expand(b, self.heads, s, self.rope)
+        return torch.cat((k_nope, k_rope), dim=-1), values
+
+    def _merge(self, out: torch.Tensor) -> torch.Tensor:
+        b, _, t, _ = out.shape
+        return self.o(out.transpose(1, 2).reshape(b, t, self.heads * self.value_dim))
+
+    def forward(self, x: torch.Tensor, *, causal: bool) -> torch.Tensor:
+        keys, values = self._keys_values(self._latent(x))
+        return self._merge(attend(self._queries(x), keys, values, causal=causal))
+
+    def prefill(self, x: torch.Tensor, cache: LayerCache, rows: slice, start: int) -> torch.Tensor:
+        """Tokens start … start+T of the `rows` requests: write their latent rows, attend causally over the keys and
+        values projected out of the cached rows (window layers: the ring's earlier rows and this chunk)."""
+        q, latent = self._queries(x), self._latent(x)
+        t = x.shape[1]
+        if cache.window:
+            keep = min(t, cache.capacity)
+            earlier = min(start, cache.capacity)
+            rows_all = torch.cat((cache.k[rows, 0, :earlier].to(q.dtype), latent), dim=1) if earlier else latent
+            out = attend(q, *self._keys_values(rows_all), causal=True)
+            slots = torch.arange(start + t - keep, start + t, device=x.device) % cache.capacity
+            cache.k[rows, 0, slots] = latent[:, t - keep:].to(cache.k.dtype)
+            return self._merge(out)
+        cache.k[rows, 0, start:start + t] = latent.to(cache.k.dtype)
+        rows_all = cache.k[rows, 0, :start + t].to(q.dtype)
+        return self._merge(attend(q, *self._keys_values(rows_all), causal=True))
+
+    def decode(self, x: torch.Tensor, cache: LayerCache, position: int) -> torch.Tensor:
+        """One new token per request at `position`, with the up-projections absorbed: the query goes into the latent
+        space (W_UKᵀ·q_nope), attends over the cached rows as one KV head (keys the whole row, values its first r_kv
+        columns), and the attended latent goes out through W_UV; no key or value is ever projected out."""
+        b = x.shape[0]
+        q_nope, q_rope = self._queries(x)[:, :, 0].split((self.nope, self.rope), dim=-1)
+        slot = position % cache.capacity if cache.window else position
+        cache.k[:, 0, slot] = self._latent(x)[:, 0].to(cache.k.dtype)
+        valid = min(position + 1, cache.capacity)
+        rows = cache.k[:, :, :valid].to(q_nope.dtype)
+        up = self.kv_up.effective_weight().view(self.heads, self.nope + self.value_dim, self.rank)
+        w_uk, w_uv = up.split((self.nope, self.value_dim), dim=1)
+        query = torch.cat((torch.einsum("bhn,hnr->bhr", q_nope, w_uk), q_rope), dim=-1).unsqueeze(1)
+        attended = F.scaled_dot_product_attention(query, rows, rows[..., :self.rank], scale=self.scale)
+        out = torch.einsum("bhr,hvr->bhv", attended[:, 0], w_uv)
+        return self.o(out.reshape(b, 1, self.heads * self.value_dim))
+
+
 def _run_layer(layer: nn.Module, x: torch.Tensor, recompute: bool) -> torch.Tensor:
     if recompute and torch.is_grad_enabled():
         return checkpoint(layer, x, use_reentrant=False)
@@ -303,7 +406,8 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.window = shape.layer_uses_window(index)
         self.attention_norm = RMSNorm(options, shape.hidden_size)
-        self.attention = Attention(options, shape, encoder=False)
+        self.attention: nn.Module = (LatentAttention(options, shape) if shape.is_latent_attention
+                                     else Attention(options, shape, encoder=False))
         self.ffn_norm = RMSNorm(options, shape.hidden_size)
         if shape.is_moe and index >= shape.dense_layer_count:
             self.ffn: nn.Module = MixtureOfExperts(options, shape)
@@ -339,14 +443,17 @@ class DecoderProxy(nn.Module):
         return F.linear(self.norm(hidden), self.head if self.head is not None else self.embedding)
 
     def allocate_cache(self, requests: int, context_tokens: int, block: int, dtype: torch.dtype) -> KVCache:
-        """The engine's up-front cache: every request's blocks for the full context (window layers: the window)."""
+        """The engine's up-front cache: every request's blocks for the full context (window layers: the window);
+        latent attention: one (r_kv + d_rope) row per token, no separate values."""
         cache = KVCache()
         device = self.embedding.device
+        latent = self.shape.is_latent_attention
+        heads = 1 if latent else self.shape.kv_heads
         for index, layer in enumerate(self.layers):
             tokens = self.shape.kv_cache_tokens(index, context_tokens, block)
-            size = (requests, self.shape.kv_heads, tokens, self.shape.resolved_head_dim)
-            cache.layers.append(LayerCache(torch.zeros(size, device=device, dtype=dtype),
-                                           torch.zeros(size, device=device, dtype=dtype), layer.window))
+            size = (requests, heads, tokens, self.shape.kv_cache_width)
+            values = None if latent else torch.zeros(size, device=device, dtype=dtype)
+            cache.layers.append(LayerCache(torch.zeros(size, device=device, dtype=dtype), values, layer.window))
         return cache
 
     def prefill(self, tokens: torch.Tensor, cache: KVCache, rows: slice, start: int) -> torch.Tensor:

@@ -7,7 +7,10 @@ parameters the prediction counted:
 
 - embedding V·h (encoders: (V + positions + token types)·h); an untied output head V·h (decoders only);
 - attention per layer h·a·d + 2·h·n_kv·d + a·d·h, plus biases a·d + 2·n_kv·d + h on encoders and a·d + 2·n_kv·d with
-  `qkv_bias`;
+  `qkv_bias`; latent attention (MLA, DeepSeek-V2/V3: `kv_lora_rank` r_kv and `qk_rope_head_dim` d_rope given) instead
+  h·a·(d_nope + d_rope) for the queries (with `q_lora_rank` r_q: h·r_q + r_q + r_q·a·(d_nope + d_rope), the r_q being
+  the latent query norm), h·(r_kv + d_rope) + r_kv + r_kv·a·(d_nope + d_v) for keys and values (the r_kv being the
+  latent norm) and a·d_v·h for the output, with d_nope and d_v defaulting to the head dim;
 - FFN per dense layer 3·h·f gated or 2·h·f (encoders add the biases f + h); MoE layers E routed experts of
   3·h·f_e each, S shared experts of f_s each (built as one MLP of width S·f_s: the same count), a router h·E;
 - norms L·2h + h (RMSNorm) for decoders, L·2·2h + 2h (LayerNorm weight and bias) for encoders; a pooler h·h + h.
@@ -15,7 +18,11 @@ parameters the prediction counted:
 Diffusion transformers have no parameter formula in the estimator (it takes the stated count): their proxy is a DiT
 (Peebles & Xie 2023: patch embedding, timestep and class embedders, adaLN-Zero blocks, final layer) whose parameters
 are counted here; when the spec states `params`, the rest up to that figure is one conditioning table, so the proxy
-still holds exactly the stated count (`diffusion_fill`). Latent attention (MLA, `kv_lora_rank`) has no proxy yet.
+still holds exactly the stated count (`diffusion_fill`).
+
+The KV cache per token and layer is 2·n_kv·d elements, or with latent attention r_kv + d_rope (the normalised latent and
+the shared rope key, which is all MLA keeps: keys and values are projected back out of the latent), as the estimator
+counts it.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ STORAGE_BYTES = {
 SIXTEEN_BIT_OR_WIDER = frozenset({"fp32", "bf16", "fp16"})
 KV_CACHE_PRECISIONS = frozenset({"fp32", "bf16", "fp16", "fp8", "int8"})
 VLLM_BLOCK_SIZE_TOKENS = 16
+MLA_FIELDS = ("kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "qk_nope_head_dim", "v_head_dim")
 
 
 class ProxyShapeError(ValueError):
@@ -146,10 +154,7 @@ class ProxyShape:
             raise ProxyShapeError("vocab_size", "a decoder or encoder proxy needs the vocabulary size")
         if not self.ffn_size and not (self.architecture == "moe" and self.expert_ffn_size):
             raise ProxyShapeError("ffn_size", "a proxy needs the FFN (intermediate) size")
-        if self.kv_lora_rank is not None:
-            raise ProxyShapeError(
-                "kv_lora_rank", "latent attention (MLA) has no proxy; state the model as a dense or MoE shape"
-            )
+        self._check_latent_attention()
         heads, kv = self.num_attention_heads, self.kv_heads
         if kv > heads or heads % kv:
             raise ProxyShapeError("num_kv_heads", f"KV heads ({kv}) must divide the attention heads ({heads})")
@@ -165,7 +170,39 @@ class ProxyShape:
         if self.sliding_window_layers and self.sliding_window is None:
             raise ProxyShapeError("sliding_window", "needed when sliding-window layers are given")
 
+    def _check_latent_attention(self) -> None:
+        if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
+            missing = "qk_rope_head_dim" if self.qk_rope_head_dim is None else "kv_lora_rank"
+            raise ProxyShapeError(missing, "latent attention (MLA) needs both kv_lora_rank and qk_rope_head_dim")
+        for name in MLA_FIELDS:
+            if getattr(self, name) == 0:
+                raise ProxyShapeError(name, "must be at least 1 (leave it out when the model does not have it)")
+        # Without kv_lora_rank the other latent fields are ignored, as the estimator ignores them.
+        if self.is_latent_attention and not self.has_kv_cache:
+            raise ProxyShapeError(
+                "kv_lora_rank", f"latent attention (MLA) is a decoder's attention, not a {self.architecture}'s"
+            )
+
     # -- derived values ----------------------------------------------------------------------------------------------
+    @property
+    def is_latent_attention(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def latent_dims(self) -> tuple[int, int, int, int]:
+        """MLA (r_kv, d_rope, d_nope, d_v), d_nope and d_v defaulting to the head dim (as the estimator)."""
+        d = self.resolved_head_dim
+        return self.kv_lora_rank or 0, self.qk_rope_head_dim or 0, self.qk_nope_head_dim or d, self.v_head_dim or d
+
+    @property
+    def kv_cache_width(self) -> int:
+        """Cached elements per token and layer for one of the `kv_cache_heads`: d (keys and values apart), or MLA
+        r_kv + d_rope (one latent row that serves as key, its first r_kv elements as value)."""
+        if self.is_latent_attention:
+            rank, rope, _, _ = self.latent_dims
+            return rank + rope
+        return self.resolved_head_dim
+
     @property
     def kv_heads(self) -> int:
         return self.num_kv_heads if self.num_kv_heads is not None else self.num_attention_heads
@@ -210,6 +247,10 @@ class ProxyShape:
         return index >= self.num_layers - self.window_layer_count
 
     def kv_bytes_per_token_layer(self, kv_precision: str) -> int:
+        """2·n_kv·d·bytes, or with latent attention (r_kv + d_rope)·bytes (as the estimator's
+        _kv_bytes_per_layer_token)."""
+        if self.is_latent_attention:
+            return self.kv_cache_width * int(STORAGE_BYTES[kv_precision])
         return 2 * self.kv_heads * self.resolved_head_dim * int(STORAGE_BYTES[kv_precision])
 
     def kv_cache_tokens(self, layer: int, context_tokens: int, block: int = VLLM_BLOCK_SIZE_TOKENS) -> int:
@@ -267,7 +308,17 @@ class DiffusionGeometry:
         return {item.name: getattr(self, item.name) for item in fields(self)}
 
 
+def _latent_attention_parameters(shape: ProxyShape) -> int:
+    h, a = shape.hidden_size, shape.num_attention_heads
+    rank, rope, nope, v = shape.latent_dims
+    q_rank = shape.q_lora_rank
+    query = h * a * (nope + rope) if q_rank is None else h * q_rank + q_rank + q_rank * a * (nope + rope)
+    return query + h * (rank + rope) + rank + rank * a * (nope + v) + a * v * h
+
+
 def _attention_parameters(shape: ProxyShape) -> int:
+    if shape.is_latent_attention:
+        return _latent_attention_parameters(shape)
     h, a, n_kv, d = shape.hidden_size, shape.num_attention_heads, shape.kv_heads, shape.resolved_head_dim
     count = h * a * d + 2 * h * n_kv * d + a * d * h
     if shape.is_encoder:
@@ -361,11 +412,30 @@ def unquantised_parameters(shape: ProxyShape, *, diffusion: DiffusionGeometry | 
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 
 
-def lora_parameters(shape: ProxyShape, rank: int, targets: tuple[str, ...] = LORA_TARGETS) -> int:
-    """Σ r·(d_in + d_out) over the adapted matrices (the estimator's lora_trainable_parameters, without MLA)."""
+def attention_matrices(shape: ProxyShape, targets: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(d_in, d_out) of one layer's attention matrices that LoRA `targets` adapt."""
     h, a, n_kv, d = shape.hidden_size, shape.num_attention_heads, shape.kv_heads, shape.resolved_head_dim
-    dims = {"q": (h, a * d), "k": (h, n_kv * d), "v": (h, n_kv * d), "o": (a * d, h)}
-    attention = sum(rank * sum(dims[name]) for name in ("q", "k", "v", "o") if name in targets)
+    if not shape.is_latent_attention:
+        dims = {"q": (h, a * d), "k": (h, n_kv * d), "v": (h, n_kv * d), "o": (a * d, h)}
+        return [dims[name] for name in ("q", "k", "v", "o") if name in targets]
+    rank, rope, nope, v = shape.latent_dims
+    matrices: list[tuple[int, int]] = []
+    if "q" in targets:
+        q_rank = shape.q_lora_rank
+        matrices += [(h, a * (nope + rope))] if q_rank is None else [(h, q_rank), (q_rank, a * (nope + rope))]
+    if "k" in targets or "v" in targets:
+        matrices += [(h, rank + rope), (rank, a * (nope + v))]
+    if "o" in targets:
+        matrices.append((a * v, h))
+    return matrices
+
+
+def lora_parameters(shape: ProxyShape, rank: int, targets: tuple[str, ...] = LORA_TARGETS) -> int:
+    """Σ r·(d_in + d_out) over the adapted matrices (the estimator's lora_trainable_parameters). With latent
+    attention "q" adapts the query projection (both halves with q_lora_rank), "k" or "v" the two shared latent
+    projections (h → r_kv + d_rope, r_kv → a·(d_nope + d_v)), "o" the output."""
+    h = shape.hidden_size
+    attention = sum(rank * (d_in + d_out) for d_in, d_out in attention_matrices(shape, targets))
 
     def mlp(width: int) -> int:
         names = {"up": (h, width), "down": (width, h)}
