@@ -33,6 +33,7 @@ ACTOR = "ingest_result"
 SUMMARY_KEY = "phase3"
 KINDS = ("operations", "acceptance", "checkpoint", "allreduce")
 REQUEST_RECORDS = re.compile(r"^requests-(\d+)-[a-z_]+\.jsonl\.gz$")
+JOB_REFERENCE = re.compile(r"^job:(\d+) ")
 #: the longest request-records file read back (uncompressed)
 MAX_RECORDS_BYTES = 256 * 2**20
 
@@ -70,6 +71,11 @@ def store_on_candidate(result: Result, kind: str, phase4: dict[str, Any], *, cav
         return report
     for name, (value, note) in phase4["figures"].items():
         metric = _metric(name)
+        steady = _steady_state_failure_rate(candidate) if name == "failed_request_fraction" else None
+        if steady is not None:
+            report["skipped"].append(f"failure rate: the steady-state figure measured by phase 2 ({steady}) stands; "
+                                     "this one was measured under induced failures")
+            continue
         reference = f"job:{result.job_id} (measured, phase 3 {kind}): {note}{caveat}"
         try:
             phase4_input_set(actor=ACTOR, candidate=candidate, metric=metric, value=Decimal(value),
@@ -79,6 +85,23 @@ def store_on_candidate(result: Result, kind: str, phase4: dict[str, Any], *, cav
         else:
             report["stored"].append(str(metric))
     return report
+
+
+def _steady_state_failure_rate(candidate) -> str | None:
+    """`job:N` when the candidate's failure rate was measured by a phase-2 (`throughput`) job, else None.
+
+    Phase 2 measures failures at a steady load, phase 3 under failures it induces on purpose; phase 4 reads the failure
+    rate as the steady waste of every hour, so a phase-2 figure is never replaced by a phase-3 one (whatever order the
+    results are ingested in); phase 3's stands only where no steady-state figure exists."""
+    from apps.benchmarks.models import Job
+    from apps.decisions.models import InputMetric, InputSource, Phase4Input
+
+    current = Phase4Input.objects.filter(candidate=candidate, metric=InputMetric.FAILURE_RATE,
+                                         source=InputSource.MEASURED).first()
+    match = JOB_REFERENCE.match(current.reference) if current is not None else None
+    if match and Job.objects.filter(pk=int(match.group(1)), kind="throughput").exists():
+        return f"job:{match.group(1)}"
+    return None
 
 
 def _plain(phase4: dict[str, Any]) -> dict[str, Any]:

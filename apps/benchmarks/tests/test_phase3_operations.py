@@ -227,3 +227,21 @@ def test_the_pure_counts_refuse_a_success_that_is_not_the_last_attempt():
         phase3_figures.count_requests([bad])
     with pytest.raises(phase3_figures.ShapeError, match="listed twice"):
         phase3_figures.count_requests([RECORDS_A[0], RECORDS_A[0]])
+
+
+def test_a_steady_state_failure_rate_from_phase_2_is_never_replaced_by_one_under_induced_failures(pool, candidate):
+    from apps.benchmarks.tests.helpers import queue_jobs
+    from apps.decisions.services import phase4_input_set
+
+    (throughput_job,) = queue_jobs(pool, kind="throughput", spec={})
+    steady = f"job:{throughput_job.pk} (measured): failed requests ÷ requests served = 1 ÷ 999"
+    phase4_input_set(actor="test", candidate=candidate, metric="failure_rate", value=Decimal("0.001001"),
+                     source="measured", reference=steady)
+    result, artifacts = hand_result()
+    stored = finish(agent_api(pool), pool, "operations", {"scenarios": ["kill_worker", "bad_deploy"]}, result,
+                    artifacts, candidate=candidate)
+    inputs = _inputs(candidate)
+    assert inputs["failure_rate"].value == Decimal("0.001001") and inputs["failure_rate"].reference == steady
+    assert inputs["retry_rate"].value == Decimal("1")  # phase 3 is the only source of retries
+    skipped = stored.summary["phase3"]["phase4"]["skipped"]
+    assert any(f"phase 2 (job:{throughput_job.pk}) stands" in reason for reason in skipped)
