@@ -52,6 +52,16 @@ def _metric(name: str) -> str:
     }[name]
 
 
+def metric_label(name: str) -> str:
+    """The phase-4 input's own label (translated) for a figure's name; the name itself when it has none."""
+    from apps.decisions.models import InputMetric
+
+    try:
+        return str(InputMetric(_metric(name)).label)
+    except (KeyError, ValueError):
+        return name
+
+
 # --- the candidate's phase-4 inputs ------------------------------------------------------------------------------
 
 
@@ -172,7 +182,9 @@ def summarize_operations(result: Result) -> dict[str, Any]:
                        "time_to_healthy_s": (cold or {}).get("time_to_healthy_s"),
                        "time_to_first_token_s": (cold or {}).get("time_to_first_token_s")} if cold else None,
         "proxy_model": data.get("proxy_model") if isinstance(data.get("proxy_model"), dict) else None,
-        "observability": {"metrics_ok": metrics_before.get("ok") if metrics_before else None,
+        # None: the stack declares no metrics endpoint; else whether it answered and its text parsed.
+        "observability": {"metrics_ok": bool(metrics_before.get("answers") and metrics_before.get("parses"))
+                          if metrics_before and metrics_before.get("declared") else None,
                           "log_lines_captured": observability.get("log_lines_captured")},
         "figures": _plain(checked["phase4"]), "_phase4": checked["phase4"],
     }

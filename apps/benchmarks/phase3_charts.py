@@ -36,7 +36,9 @@ def timeline(scenario: dict[str, Any]) -> dict[str, Any] | None:
          "y": [row["retries"] for row in rows], "line": {"color": COLORS["retries"], "shape": "hv"}},
         {"type": "scatter", "mode": "lines", "name": _("successes per second"), "x": seconds,
          "y": [row["succeeded"] for row in rows], "line": {"color": COLORS["succeeded"], "shape": "hv"}},
-        {"type": "bar", "name": _("failed attempts per second"), "x": seconds, "y": [row["errors"] for row in rows],
+        # a bar is drawn centred on its x: the second [t, t + 1) is centred on t + 0.5, where the step lines run
+        {"type": "bar", "name": _("failed attempts per second"), "x": [t + 0.5 for t in seconds],
+         "y": [row["errors"] for row in rows],
          "marker": {"color": COLORS["errors"]}, "opacity": 0.6},
         {"type": "scatter", "mode": "lines+markers", "name": _("p99 latency of the second's successes (s)"),
          "x": seconds, "y": [row["p99_s"] for row in rows], "yaxis": "y2", "connectgaps": False,
@@ -50,13 +52,17 @@ def timeline(scenario: dict[str, Any]) -> dict[str, Any] | None:
             continue
         shapes.append({"type": "line", "x0": moment, "x1": moment, "yref": "paper", "y0": 0, "y1": 1,
                        "line": {"color": COLORS["healthy"] if key == "healthy" else COLORS["marker"], "dash": "dash"}})
-        annotations.append({"x": moment, "yref": "paper", "y": 1, "text": label, "showarrow": False,
-                            "textangle": -90, "xanchor": "right", "yanchor": "top", "font": {"size": 10}})
+        # Markers often fall within a fraction of a second of each other: one label per line, stepped down.
+        annotations.append({"x": moment, "yref": "paper", "y": 1 - 0.075 * len(annotations), "text": label,
+                            "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": 10},
+                            "bgcolor": "rgba(255,255,255,0.8)"})
     title = _("Timeline of the scenario %(scenario)s") % {"scenario": scenario.get("name")}
     return {"data": data, "layout": _layout(
         title, _("seconds from the start of the load"), _("per second"),
         yaxis2={"title": {"text": _("seconds")}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
-        shapes=shapes, annotations=annotations, bargap=0.1)}
+        shapes=shapes, annotations=annotations, bargap=0.1,
+        # the legend below the axis title, the right margin for the second axis
+        legend={"orientation": "h", "y": -0.3}, margin={"t": 48, "r": 64, "b": 110, "l": 64})}
 
 
 def cold_start(cold: dict[str, Any] | None) -> dict[str, Any] | None:

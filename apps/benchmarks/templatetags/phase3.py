@@ -32,8 +32,10 @@ def _view(result) -> dict | None:
                 charts.append({"id": f"{dom_id}-interconnect", "figure": figure})
     for chart in charts:
         chart["data_id"] = f"{chart['id']}-data"
+    figures = [{"label": phase3.metric_label(name), "value": item.get("value"), "note": item.get("note")}
+               for name, item in (summary.get("figures") or {}).items() if isinstance(item, dict)]
     return {"result": result, "job": result.job, "kind": summary.get("kind"), "s": summary, "charts": charts,
-            "dom_id": dom_id}
+            "dom_id": dom_id, "figures": figures}
 
 
 @register.inclusion_tag("benchmarks/partials/phase3_results.html")

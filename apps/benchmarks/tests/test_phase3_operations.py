@@ -50,6 +50,7 @@ def test_a_real_run_lands_on_the_candidate_with_exact_figures_from_the_request_r
     stored = finish(agent_api(pool), pool, "operations", SPEC, result, artifacts, candidate=candidate)
     phase = stored.summary["phase3"]
     assert "problem" not in phase
+    assert phase["observability"]["metrics_ok"] is True  # the mock stack's /metrics answered and parsed
     scenario = phase["scenarios"][0]
     agent_counts = result["scenarios"][0]["accounting"]
     assert scenario["counted_from"] == "records"
