@@ -75,6 +75,9 @@ class AgentRunner:
         self.force = threading.Event()  # second signal: stop the running job now
         self.draining = threading.Event()  # server said "stop": finish the current job, then exit
         self.paused = False
+        # A pause takes effect between claims: the heartbeat thread sets `paused` under this lock, which the claim
+        # loop holds from its check of `paused` to the claim's reply, so no claim is sent once `paused` is set.
+        self._claim_lock = threading.Lock()
         self.fatal_error: PermanentError | None = None
         self.state = "idle"
         self.current_job: dict[str, Any] | None = None
@@ -133,7 +136,8 @@ class AgentRunner:
             name = command.get("command") if isinstance(command, dict) else command
             log(logger, logging.INFO, "server command", command=name)
             if name == "pause":
-                self.paused = True
+                with self._claim_lock:
+                    self.paused = True
             elif name == "resume":
                 self.paused = False
             elif name == "stop":
@@ -195,15 +199,14 @@ class AgentRunner:
     def claim_loop(self, client: AgentClient) -> None:
         backoff = Backoff(cap_s=60.0)
         while not (self.shutdown.is_set() or self.draining.is_set()):
-            if self.paused:
-                self._sleep(self.claim_interval_s)
-                continue
             try:
-                claim = client.claim({
-                    "job_kinds": self.registry.offered(),
-                    "operations": declared_operations(self.config.operations),
-                    "wait_s": 0,
-                })
+                with self._claim_lock:
+                    paused = self.paused
+                    claim = None if paused else client.claim({
+                        "job_kinds": self.registry.offered(),
+                        "operations": declared_operations(self.config.operations),
+                        "wait_s": 0,
+                    })
             except (AuthenticationFailed, AgentTooOld) as error:
                 self.fail(error)
                 return
@@ -214,6 +217,9 @@ class AgentRunner:
                 self._sleep(delay)
                 continue
             backoff.reset()
+            if paused:
+                self._sleep(self.claim_interval_s)
+                continue
             if claim is None:
                 self._sleep(self.claim_interval_s * self._rng.uniform(1 - CLAIM_JITTER, 1 + CLAIM_JITTER))
                 continue
