@@ -548,6 +548,7 @@ def attempt_start(*, attempt: JobAttempt, number: int, inventory: dict[str, Any]
         elif attempt.status != AttemptStatus.RUNNING:
             raise ProtocolError(409, "attempt_finished", _("Attempt %(attempt)d of job %(job)d has already finished.")
                                 % {"attempt": attempt.number, "job": job.pk})
+    attempt.job = job  # group_state reads it: no query per lease renewal for a plain job
     return AttemptState(attempt, _lease_of(attempt), job.cancel_requested, job.cancel_reason)
 
 
@@ -569,6 +570,7 @@ def attempt_renew_lease(*, attempt: JobAttempt, number: int, progress: float | N
         attempt.refresh_from_db()
         raise _not_running(attempt, job)
     attempt.refresh_from_db()
+    attempt.job = job  # group_state reads it: no query per lease renewal for a plain job
     return AttemptState(attempt, _lease_of(attempt), job.cancel_requested, job.cancel_reason)
 
 
