@@ -84,9 +84,9 @@ def main() -> None:
 
     from loadgen_common import machine
 
-    from apps.decisions import charts, display
-    from apps.decisions.comparison import comparison_for
-    from apps.decisions.tests.builders import many_candidates, workload
+    from apps.comparison import charts, display
+    from apps.comparison.selectors import comparison_for
+    from apps.comparison.tests.builders import many_candidates, workload
     from tests.factories import TeamFactory, UserFactory
 
     team = TeamFactory(name="Bench team", slug="bench-team")
@@ -99,11 +99,11 @@ def main() -> None:
     client = Client()
     client.force_login(user)
     urls = {
-        "page": reverse("decisions:comparison", args=[summary.pk]),
-        "print": reverse("decisions:comparison-print", args=[summary.pk]),
-        "api_json": reverse("decisions-api:comparison", args=[summary.pk]),
-        "xlsx": reverse("decisions:comparison-xlsx", args=[summary.pk]),
-        "csv": reverse("decisions:comparison-csv", args=[summary.pk]),
+        "page": reverse("comparison:comparison", args=[summary.pk]),
+        "print": reverse("comparison:comparison-print", args=[summary.pk]),
+        "api_json": reverse("comparison-api:comparison", args=[summary.pk]),
+        "xlsx": reverse("comparison:comparison-xlsx", args=[summary.pk]),
+        "csv": reverse("comparison:comparison-csv", args=[summary.pk]),
     }
 
     def get(url):
@@ -140,7 +140,7 @@ def main() -> None:
         context = {"summary": summary, "comparison": comparison, "rows": display.table_rows(comparison),
                    "training_rows": display.training_table_rows(comparison),
                    "charts": display.chart_list(comparison), "can_write": True}
-        return render_to_string("decisions/partials/comparison_body.html", context)
+        return render_to_string("comparison/partials/comparison_body.html", context)
 
     report["parts"]["table_and_template"] = _timings(render_page, arguments.reps)
 

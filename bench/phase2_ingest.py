@@ -3,7 +3,7 @@
 Builds the records as numpy columns (16 output tokens each, one chunk per token, 1 % timeouts, Poisson arrivals at
 2,000 req/s), writes them with the agent's own writer (`metrics.columns_to_npz`), stores them through the artifact
 service into a temporary artifact folder, records a Result for a `throughput` job in a throw-away SQLite database,
-then times `services.result_ingest` (the Celery task body: read the npz from storage, `apps.benchmarks.phase2`
+then times `services.result_ingest` (the Celery task body: read the npz from storage, `apps.benchmarks.throughput`
 → `metrics.summarize`, save the summary JSON) — each rep on a fresh result row.
 
     .venv/bin/python bench/phase2_ingest.py --records 1000000

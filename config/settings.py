@@ -67,9 +67,12 @@ INSTALLED_APPS = [
     "apps.audit",
     "apps.catalog",
     "apps.workloads",
+    "apps.quotes",
+    "apps.evidence",
     "apps.fleet",
     "apps.benchmarks",
-    "apps.quotes",
+    "apps.agent_api",
+    "apps.comparison",
     "apps.decisions",
 ]
 

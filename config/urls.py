@@ -5,13 +5,15 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.common import views as common_views
+from config import legacy_urls
 
 api_v1 = [
     path("catalog/", include("apps.catalog.api.urls")),
     path("workloads/", include("apps.workloads.api.urls")),
     path("quotes/", include("apps.quotes.api.urls")),
-    path("decisions/records/", include("apps.decisions.api.urls_records")),
-    path("decisions/", include("apps.decisions.api.urls")),
+    path("evidence/", include("apps.evidence.api.urls")),
+    path("comparisons/", include("apps.comparison.api.urls")),
+    path("decisions/records/", include("apps.decisions.api.urls")),
     path("fleet/", include("apps.fleet.api.urls")),
     path("benchmarks/", include("apps.benchmarks.api.urls")),
 ]
@@ -25,13 +27,15 @@ urlpatterns = [
     path("catalog/", include("apps.catalog.urls")),
     path("workloads/", include("apps.workloads.urls")),
     path("quotes/", include("apps.quotes.urls")),
-    path("decisions/records/", include("apps.decisions.urls_records")),
-    path("decisions/", include("apps.decisions.urls")),
+    path("evidence/", include("apps.evidence.urls")),
+    path("comparison/", include("apps.comparison.urls")),
+    path("decisions/records/", include("apps.decisions.urls")),
     path("audit/", include("apps.audit.urls")),
     path("fleet/", include("apps.fleet.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
-    path("api/agent/v1/", include("apps.fleet.api.agent_urls")),
+    path("api/agent/v1/", include("apps.agent_api.urls")),
+    *legacy_urls.urlpatterns,
 ]

@@ -1,4 +1,5 @@
-"""Objects for the parameterised project-level URLs (catalog, audit), see tests/url_registry.py.
+"""Objects for the parameterised project-level URLs (catalog, audit, the redirects of moved addresses), see
+tests/url_registry.py.
 
 Apps with team-owned records register theirs in apps/<app>/tests/url_fixtures.py.
 """
@@ -8,7 +9,7 @@ import itertools
 
 from apps.catalog.models import SpecKey
 from apps.catalog.services import gpu_model_create, gpu_spec_set
-from tests.url_registry import global_object
+from tests.url_registry import global_object, team_object
 
 _numbers = itertools.count(1)
 
@@ -50,3 +51,14 @@ URL_FIXTURES = {
     # The history of a global record; team-owned records' history pages are checked in apps/audit/tests.
     "audit:object-history": global_object(_gpu_history),
 }
+
+# The redirects of moved addresses (config/legacy_urls.py) point at the objects of the pages they redirect to.
+from apps.comparison.tests.url_fixtures import make_compared_workload  # noqa: E402
+from apps.evidence.tests.url_fixtures import make_figure, make_figure_candidate  # noqa: E402
+
+URL_FIXTURES.update({
+    **{name: team_object(make_compared_workload) for name in (
+        "legacy-comparison", "legacy-comparison-print", "legacy-comparison-csv", "legacy-comparison-xlsx")},
+    "legacy-candidate-inputs": team_object(make_figure_candidate),
+    "legacy-input-edit": team_object(make_figure),
+})

@@ -70,7 +70,7 @@ def test_sigkill_under_load_is_detected_recovered_and_every_request_accounted_fo
     assert deploy["time_to_detection_s"] > DELAY_S  # the bad version answers only after its start-up delay
     assert deploy["ready_check"]["within"] is True
 
-    inputs = result["phase4_inputs"]
+    inputs = result["figures"]
     assert inputs["requests"] == kill["accounting"]["requests"] + deploy["accounting"]["requests"]
     assert inputs["recovery_time_s_per_incident"]["kill_worker"] == kill["time_to_healthy_s"]
     names = [artifact["name"] for artifact in context.artifacts]
@@ -93,7 +93,7 @@ def test_cold_start_is_repeated_into_a_distribution(tmp_path):
     for run in cold["runs"]:
         assert run["logged_ready_s"] > 0.3 and run["ready_check"]["within"] is True
         assert run["time_to_first_token_s"] >= run["logged_ready_s"]
-    assert result["phase4_inputs"]["cold_start_s_median"] == cold["time_to_healthy_s"]["median"]
+    assert result["figures"]["cold_start_s_median"] == cold["time_to_healthy_s"]["median"]
     assert result["required_operations"] == ["start", "stop"]
 
 

@@ -6,3 +6,8 @@ class BenchmarksConfig(AppConfig):
     name = "apps.benchmarks"
     label = "benchmarks"
     verbose_name = _("Benchmarks")
+
+    def ready(self):
+        from apps.benchmarks import page_parts
+
+        page_parts.register()

@@ -855,12 +855,12 @@ def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: di
 #: Kind-specific ingest: job kind → dotted path of `handler(*, result, now) -> dict`, called inside result_ingest's
 #: transaction (so exactly once per result); the dict it returns is merged into the result's summary.
 INGEST_HANDLERS: dict[str, str] = {
-    "throughput": "apps.benchmarks.phase2.ingest_throughput",
-    "memory_fit": "apps.benchmarks.phase1.ingest_memory_fit",
-    "operations": "apps.benchmarks.phase3.ingest",
-    "acceptance": "apps.benchmarks.phase3.ingest",
-    "checkpoint": "apps.benchmarks.phase3.ingest",
-    "allreduce": "apps.benchmarks.phase3.ingest",
+    "throughput": "apps.benchmarks.throughput.ingest_throughput",
+    "memory_fit": "apps.benchmarks.memory_fit.ingest_memory_fit",
+    "operations": "apps.benchmarks.resilience.ingest",
+    "acceptance": "apps.benchmarks.resilience.ingest",
+    "checkpoint": "apps.benchmarks.resilience.ingest",
+    "allreduce": "apps.benchmarks.resilience.ingest",
 }
 
 

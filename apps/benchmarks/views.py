@@ -179,27 +179,27 @@ def artifact_download(request, pk: int):
 
 def memory_fit_plan_create_view(request, candidate_pk: int):
     """Phase 1 planned from the candidate's workload version: the derived target, editable, then a plan (issue 6)."""
-    from apps.benchmarks import phase1
+    from apps.benchmarks import memory_fit
     from apps.quotes.selectors import candidates_for
 
     require_role(request, *OPERATOR_ROLES)
     candidate = get_object_or_404(candidates_for(request.user), pk=candidate_pk)
     try:
-        estimate = phase1.candidate_estimate_plan(candidate)
-        defaults = phase1.default_settings(estimate)
-        preview = phase1.candidate_spec(candidate, defaults)
-    except phase1.Phase1Error as error:
+        estimate = memory_fit.candidate_estimate_plan(candidate)
+        defaults = memory_fit.default_settings(estimate)
+        preview = memory_fit.candidate_spec(candidate, defaults)
+    except memory_fit.Phase1Error as error:
         return render(request, "benchmarks/partials/memory_fit_plan_page.html",
                       {"candidate": candidate, "problem": str(error)}, status=409)
-    form = phase1.MemoryFitPlanForm(request.POST or None, team=candidate.team,
+    form = memory_fit.MemoryFitPlanForm(request.POST or None, team=candidate.team,
                                     initial={"tokens": defaults.tokens, "concurrency": defaults.concurrency})
     if request.method == "POST" and form.is_valid():
         try:
-            plan = phase1.memory_fit_plan_create(
+            plan = memory_fit.memory_fit_plan_create(
                 candidate=candidate, settings=form.settings(), target_pool=form.cleaned_data["target_pool"],
                 target_agent=form.cleaned_data["target_agent"], actor=request.user,
             )
-        except (phase1.Phase1Error, PlanError) as error:
+        except (memory_fit.Phase1Error, PlanError) as error:
             form.add_error(None, str(error))
         else:
             if form.cleaned_data["dispatch"]:
@@ -209,22 +209,23 @@ def memory_fit_plan_create_view(request, candidate_pk: int):
                 messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
             return redirect(plan)
     return render(request, "benchmarks/partials/memory_fit_plan_page.html", {
-        "candidate": candidate, "form": form, "training": phase1.is_training(estimate),
-        "predicted_total_mib": round(preview["predicted"]["total_bytes"] / phase1.MIB, 1),
+        "candidate": candidate, "form": form, "training": memory_fit.is_training(estimate),
+        "predicted_total_mib": round(preview["predicted"]["total_bytes"] / memory_fit.MIB, 1),
         "capacity": preview.get("capacity"),
-        "capacity_mib": round(preview["capacity"]["usable_bytes"] / phase1.MIB, 1) if preview.get("capacity") else None,
+        "capacity_mib": (round(preview["capacity"]["usable_bytes"] / memory_fit.MIB, 1)
+                         if preview.get("capacity") else None),
     }, status=400 if request.method == "POST" else 200)
 
 
 def memory_fit_residuals_view(request):
     """Phase-1 residuals (measured − predicted) per GPU architecture, precision and component over the user's
     results, with the chart and the safety margin they suggest (issue 6)."""
-    from apps.benchmarks import phase1
+    from apps.benchmarks import memory_fit
 
-    groups = phase1.memory_fit_residuals(request.user)
+    groups = memory_fit.memory_fit_residuals(request.user)
     return render(request, "benchmarks/memory_fit_residuals.html", {
         "groups": groups,
-        "margins": phase1.suggested_margins(groups),
-        "figure": phase1.residuals_figure(groups) if groups else None,
-        "margin_min_results": phase1.MARGIN_MIN_RESULTS,
+        "margins": memory_fit.suggested_margins(groups),
+        "figure": memory_fit.residuals_figure(groups) if groups else None,
+        "margin_min_results": memory_fit.MARGIN_MIN_RESULTS,
     })

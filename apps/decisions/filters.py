@@ -1,19 +1,43 @@
-"""The FilterSet of the phase-4 inputs, shared by the API and the browser."""
+"""The FilterSet of decision records, shared by the records list page and the records API."""
 
 import django_filters
+from django import forms
+from django.db.models import Exists, OuterRef
 from django.utils.translation import gettext_lazy as _
 
-from apps.decisions.models import InputMetric, InputSource, Phase4Input
+from apps.decisions.models import CapacityModel, DecisionRecord, RecordStatus, RevisitFlag
+from apps.workloads.models import Workload
 
 
-class Phase4InputFilterSet(django_filters.FilterSet):
-    candidate = django_filters.NumberFilter(label=_("Candidate"), field_name="candidate_id")
-    workload_summary = django_filters.NumberFilter(
-        label=_("Workload summary version"), field_name="candidate__workload_summary_id"
+class RecordFilterSet(django_filters.FilterSet):
+    search = django_filters.CharFilter(label=_("Search"), method="filter_search")
+    status = django_filters.ChoiceFilter(label=_("Status"), choices=RecordStatus.choices)
+    workload = django_filters.ModelChoiceFilter(
+        label=_("Workload"),
+        field_name="workload_summary__workload",
+        queryset=Workload.objects.none(),
+        widget=forms.Select(attrs={"translate": "no"}),
     )
-    metric = django_filters.ChoiceFilter(label=_("Figure"), choices=InputMetric.choices)
-    source = django_filters.ChoiceFilter(label=_("Source"), choices=InputSource.choices)
+    capacity_model = django_filters.ChoiceFilter(label=_("Capacity model"), choices=CapacityModel.choices)
+    flagged = django_filters.BooleanFilter(label=_("To revisit"), method="filter_flagged")
 
     class Meta:
-        model = Phase4Input
-        fields = ["candidate", "workload_summary", "metric", "source"]
+        model = DecisionRecord
+        fields = ["search", "status", "workload", "capacity_model", "flagged"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        user = getattr(self.request, "user", None)
+        self.filters["workload"].queryset = (
+            Workload.objects.for_user(user) if user is not None else Workload.objects.none()
+        )
+
+    def filter_search(self, queryset, name, value):
+        value = value.strip()
+        return queryset.filter(title__icontains=value) if value else queryset
+
+    def filter_flagged(self, queryset, name, value):
+        if value is None:
+            return queryset
+        open_flag = RevisitFlag.objects.filter(record=OuterRef("pk"), cleared_at__isnull=True)
+        return queryset.filter(Exists(open_flag)) if value else queryset.exclude(Exists(open_flag))

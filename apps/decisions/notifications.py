@@ -16,13 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from apps.decisions.models import (
-    DecisionRecord,
-    Notification,
-    NotificationKind,
-    NotificationPreference,
-    StageKind,
-)
+from apps.decisions.models import DecisionRecord, Notification, NotificationKind, NotificationPreference, StageKind
 
 #: The kind (what the preferences choose) of each event.
 EVENT_KINDS = {

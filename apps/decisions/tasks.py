@@ -8,9 +8,9 @@ def flag_records_for_revisit() -> dict:
     """Beat task beside `quotes.flag_stale_prices`: flag accepted records to revisit (expired quotes, cited prices
     moved beyond the team's percentage, a newer workload version, the revisit date) and withdraw the approvals of
     proposed records whose inputs changed."""
-    from apps.decisions import services_records
+    from apps.decisions import services
 
-    report = services_records.records_flag_for_revisit()
+    report = services.records_flag_for_revisit()
     return {"flagged": report.flagged, "cleared": report.cleared, "withdrawn": report.withdrawn}
 
 

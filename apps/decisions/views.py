@@ -1,173 +1,382 @@
-"""Browser pages of the phase-4 comparison: the comparison of one workload version (screen and print), its CSV and
-XLSX exports, and the phase-4 inputs of a candidate.
+"""Browser pages of decision records: the list, a draft's start and edit, the record page (the phase-4 table,
+charts and six mistakes from the snapshot, the approval trail, the revisit flags), the sign-off of each stage, the
+print view, the exports, the snapshot itself, and each person's notifications and their preferences.
 
-Every role of the owning team reads (finance included); platform and admin enter inputs. Objects are fetched through
-`for_user` querysets, so another team's workload or candidate answers 404.
+Every role of the owning team reads; platform and admin draft and propose; each stage is signed by its own role.
+Records come from `for_user` querysets, so another team's record answers 404. A step the record's state does not
+allow (any change to an accepted record) answers 409 with the reason.
 """
 
 from __future__ import annotations
 
+import re
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
-from apps.accounts.roles import Role, has_role
-from apps.decisions import display, exports, services
-from apps.decisions.comparison import MODE_OF_WORKLOAD, comparison_for, phase4_inputs_for, summary_get
-from apps.decisions.forms import Phase4InputForm
-from apps.decisions.models import metrics_for
-from apps.decisions.normalize import Mode
+from apps.comparison import display, exports
+from apps.decisions import notifications, selectors, services
+from apps.decisions.filters import RecordFilterSet
+from apps.decisions.forms import NotificationPreferenceForm, RecordForm, RecordStartForm, StageForm
+from apps.decisions.models import STAGE_ORDER, CapacityModel, RecordStatus, StageKind, StageStatus
 from apps.quotes.forms import add_service_errors
-from apps.quotes.models import CandidateKind
-from apps.quotes.selectors import candidates_for
+from apps.quotes.models import PriceComponent
+
+CONFLICT = 409
 
 
-def can_write(user) -> bool:
-    return has_role(user, Role.PLATFORM, Role.ADMIN)
+def _active_team(request):
+    team = getattr(request, "active_team", None)
+    if not team:
+        raise PermissionDenied(_("You belong to no team yet: ask an admin."))
+    return team
 
 
-def _require_writer(request) -> None:
-    if not can_write(request.user):
-        raise PermissionDenied(_("Only the platform and admin roles may enter phase-4 inputs."))
+def _require_author_role(request) -> None:
+    if not services.may_author(request.user):
+        raise PermissionDenied(_("Only the platform and admin roles may draft or propose decision records."))
 
 
-def _comparison_context(request, pk: int) -> dict:
-    summary = summary_get(request.user, pk)
-    chosen = request.GET.get("chosen") or None
-    focus = request.GET.get("focus") or None
-    comparison = comparison_for(request.user, summary, chosen_id=chosen, focus_id=focus)
-    return {
-        "summary": summary,
-        "comparison": comparison,
-        "rows": display.table_rows(comparison),
-        "training_rows": display.training_table_rows(comparison),
-        "charts": display.chart_list(comparison),
-        "can_write": can_write(request.user),
-    }
+def _refused(request, record, message: str, status: int = CONFLICT):
+    return render(request, "decisions/records/refused.html", {"record": record, "message": message}, status=status)
 
 
-def comparison_page(request, pk: int):
-    return render(request, "decisions/comparison.html", _comparison_context(request, pk))
-
-
-def comparison_print(request, pk: int):
-    return render(request, "decisions/comparison_print.html", _comparison_context(request, pk))
-
-
-def _filename(summary, extension: str) -> str:
-    return f"dossier-comparison-{summary.workload_id}-v{summary.version}.{extension}"
-
-
-def comparison_csv(request, pk: int):
-    summary = summary_get(request.user, pk)
-    comparison = comparison_for(request.user, summary, chosen_id=request.GET.get("chosen") or None)
-    response = HttpResponse(exports.comparison_csv(comparison), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{_filename(summary, "csv")}"'
-    return response
-
-
-def comparison_xlsx(request, pk: int):
-    summary = summary_get(request.user, pk)
-    comparison = comparison_for(request.user, summary)
-    response = HttpResponse(
-        exports.comparison_xlsx(comparison),
-        content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    )
-    response["Content-Disposition"] = f'attachment; filename="{_filename(summary, "xlsx")}"'
-    return response
+def _error_text(error: ValidationError) -> str:
+    return " ".join(error.messages)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Phase-4 inputs of a candidate
+# The list
 
 
-def _input_values(form: Phase4InputForm, metric: str) -> dict:
-    data = form.cleaned_data
-    return {
-        "metric": metric,
-        "value": data["value"],
-        "source": data["source"],
-        "reference": data["reference"],
-        "estimated_by": data["estimated_by"],
-        "estimate_reason": data["estimate_reason"],
-        "capacity_unit": data["capacity_unit"],
-    }
+def _chosen_unit_cost(record) -> tuple[str, str] | None:
+    """(effective unit cost, currency) of the chosen option as frozen in the snapshot; None for a draft."""
+    if not record.is_frozen:
+        return None
+    comparison = record.snapshot["comparison"]
+    chosen = next((item for item in comparison["results"] if item["id"] == comparison["chosen_id"]), None)
+    if chosen is None or chosen["row"] is None:
+        return None
+    return chosen["row"]["effective_unit_cost"], comparison["currency"]
 
 
-def _relevant_metrics(candidate) -> list[tuple[str, str]]:
-    training = MODE_OF_WORKLOAD.get(candidate.workload_summary.workload_type) is Mode.TRAINING
-    return metrics_for(training=training, api_route=candidate.kind == CandidateKind.API)
-
-
-def candidate_inputs(request, pk: int):
-    candidate = get_object_or_404(candidates_for(request.user), pk=pk)
-    relevant = _relevant_metrics(candidate)
-    form = None
-    if can_write(request.user):
-        form = Phase4InputForm(request.POST or None, initial={"metric": request.GET.get("metric", "")},
-                               metric_choices=relevant)
-    if request.method == "POST":
-        _require_writer(request)
-        if form.is_valid():
-            try:
-                services.phase4_input_set(
-                    actor=request.user, candidate=candidate, **_input_values(form, form.cleaned_data["metric"])
-                )
-            except ValidationError as error:
-                add_service_errors(form, error)
-            else:
-                messages.success(request, _("Phase-4 input saved."))
-                return redirect("decisions:candidate-inputs", pk=candidate.pk)
-    inputs = list(phase4_inputs_for(request.user).filter(candidate=candidate).order_by("metric"))
-    quote_url = candidate.quote.get_absolute_url()
-    entered = {item.metric for item in inputs}
+@require_safe
+def record_list(request):
+    team = getattr(request, "active_team", None)
+    filterset = RecordFilterSet(
+        request.GET or None, queryset=selectors.record_list(request.user, team=team or None), request=request
+    )
+    records = list(filterset.qs)
+    rows = [{"record": record, "unit_cost": _chosen_unit_cost(record)} for record in records]
     return render(
         request,
-        "decisions/candidate_inputs.html",
+        "decisions/records/list.html",
         {
-            "candidate": candidate,
-            "inputs": [(item, display.input_badge(item, quote_url)) for item in inputs],
-            "missing": [label for value, label in relevant if value not in entered],
-            "form": form,
-            "can_write": can_write(request.user),
+            "filterset": filterset,
+            "rows": rows,
+            "can_author": services.may_author(request.user),
+            "unread": selectors.unread_count(request.user),
         },
-        status=400 if request.method == "POST" else 200,
     )
 
 
-def input_edit(request, pk: int):
-    _require_writer(request)
-    item = get_object_or_404(phase4_inputs_for(request.user), pk=pk)
-    initial = {
-        "metric": item.metric, "value": item.value, "capacity_unit": item.capacity_unit, "source": item.source,
-        "reference": item.reference, "estimated_by": item.estimated_by, "estimate_reason": item.estimate_reason,
-    }
-    form = Phase4InputForm(request.POST or None, initial=initial, metric_fixed=True)
+# ---------------------------------------------------------------------------------------------------------------
+# Drafts
+
+
+def record_create(request):
+    _require_author_role(request)
+    team = _active_team(request)
+    form = RecordStartForm(request.POST or None, user=request.user, team=team)
     if request.method == "POST" and form.is_valid():
         try:
-            services.phase4_input_set(
-                actor=request.user, candidate=item.candidate, **_input_values(form, item.metric)
-            )
+            record = services.record_create(actor=request.user, team=team, **form.cleaned_data)
         except ValidationError as error:
             add_service_errors(form, error)
         else:
-            messages.success(request, _("Phase-4 input saved."))
-            return redirect("decisions:candidate-inputs", pk=item.candidate_id)
+            messages.success(request, _("Draft %(record)s started: now state the decision.") % {"record": record})
+            return redirect("records:edit", pk=record.pk)
+    return render(request, "decisions/records/start.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def record_edit(request, pk: int):
+    _require_author_role(request)
+    record = selectors.record_get(request.user, pk)
+    if record.status != RecordStatus.DRAFT:
+        return _refused(
+            request, record, _("Only a draft can be edited; this record is %(status)s.")
+            % {"status": record.get_status_display()}
+        )
+    form = RecordForm(request.POST or None, record=record)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.record_update(actor=request.user, record=record, **form.cleaned_data)
+        except services.RecordConflict as error:
+            return _refused(request, record, _error_text(error))
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            messages.success(request, _("Draft saved."))
+            return redirect(record)
     return render(
-        request, "decisions/input_form.html", {"item": item, "form": form},
-        status=400 if request.method == "POST" else 200,
+        request, "decisions/records/edit.html", {"form": form, "record": record}, status=400 if form.errors else 200
     )
 
 
 @require_POST
-def input_remove(request, pk: int):
-    _require_writer(request)
-    item = get_object_or_404(phase4_inputs_for(request.user), pk=pk)
-    candidate_id = item.candidate_id
-    services.phase4_input_remove(actor=request.user, item=item)
-    messages.success(request, _("Phase-4 input removed."))
-    return redirect(reverse("decisions:candidate-inputs", args=[candidate_id]))
+def record_propose(request, pk: int):
+    _require_author_role(request)
+    record = selectors.record_get(request.user, pk)
+    try:
+        record = services.record_propose(actor=request.user, record=record)
+    except services.RecordConflict as error:
+        return _refused(request, record, _error_text(error))
+    except ValidationError as error:
+        return _refused(
+            request, record, _("The record cannot be proposed yet: %(reasons)s") % {"reasons": _error_text(error)},
+            status=400,
+        )
+    messages.success(request, _("Proposed: the inputs are frozen and the platform review is asked for."))
+    return redirect(record)
+
+
+@require_POST
+def record_withdraw(request, pk: int):
+    _require_author_role(request)
+    record = selectors.record_get(request.user, pk)
+    try:
+        record = services.record_withdraw(actor=request.user, record=record)
+    except services.RecordConflict as error:
+        return _refused(request, record, _error_text(error))
+    messages.success(request, _("Proposal withdrawn: the record is a draft again."))
+    return redirect(record)
+
+
+@require_POST
+def record_supersede(request, pk: int):
+    _require_author_role(request)
+    record = selectors.record_get(request.user, pk)
+    try:
+        draft = services.record_start_superseding_draft(actor=request.user, record=record)
+    except services.RecordConflict as error:
+        return _refused(request, record, _error_text(error))
+    messages.success(
+        request, _("Superseding draft %(new)s started from %(old)s with today's inputs.")
+        % {"new": draft.reference, "old": record.reference}
+    )
+    return redirect("records:edit", pk=draft.pk)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The record page and its sign-off
+
+
+def _record_context(request, record, *, stage_form: StageForm | None = None) -> dict:
+    comparison = selectors.view_comparison(record)
+    stages = selectors.stages_of(record)
+    current = [stage for stage in stages if stage.round == record.proposal_round] if record.proposal_round else []
+    waiting = next((stage for stage in current if stage.status == StageStatus.PENDING), None)
+    may_sign = (
+        record.status == RecordStatus.PROPOSED
+        and record.inputs_changed_at is None
+        and waiting is not None
+        and services.stage_refusal(request.user, record, waiting.kind) is None
+    )
+    inputs_changed = record.inputs_changed_at is not None or (
+        record.status == RecordStatus.PROPOSED and services.inputs_changed(record)
+    )
+    content = selectors.record_content(record) if not record.is_frozen else record.snapshot["record"]
+    capacity = content.get("capacity_model")
+    flags = selectors.open_flags(record) if record.status == RecordStatus.ACCEPTED else []
+    return {
+        "record": record,
+        "content": content,
+        "drivers": [line.strip() for line in (content.get("drivers") or "").splitlines() if line.strip()],
+        "capacity_model_label": CapacityModel(capacity).label if capacity in CapacityModel.values else "",
+        "waiting_url": f"records:review-{waiting.kind}" if waiting is not None else "",
+        "summary": comparison.summary,
+        "comparison": comparison,
+        "rows": display.table_rows(comparison),
+        "charts": display.chart_list(comparison),
+        "stages": stages,
+        "rounds": _rounds(stages),
+        "current_stages": current,
+        "waiting": waiting,
+        "may_sign": may_sign,
+        "stage_form": stage_form or StageForm(),
+        "flags": flags,
+        "flag_texts": [flag_text(flag) for flag in flags],
+        "successor": selectors.superseding_draft(record),
+        "can_author": services.may_author(request.user),
+        "inputs_changed": inputs_changed,
+        "hash_ok": record.snapshot_matches_hash() if record.is_frozen else None,
+    }
+
+
+def _rounds(stages) -> list[tuple[int, list]]:
+    grouped: dict[int, list] = {}
+    for stage in stages:
+        grouped.setdefault(stage.round, []).append(stage)
+    return sorted(grouped.items(), reverse=True)
+
+
+def flag_text(flag) -> str:
+    """Why the record should be revisited, in the active language."""
+    details = dict(flag.details or {})
+    if details.get("component") in PriceComponent.values:
+        details["component"] = str(PriceComponent(details["component"]).label)
+    if flag.reason == "price_changed":
+        if details.get("change_percent") is None:
+            return _(
+                "%(component)s of quote #%(quote)s: version %(new_number)s costs %(new_amount)s %(new_currency)s, "
+                "the record cites version %(cited_number)s at %(cited_amount)s %(cited_currency)s."
+            ) % {**details, "quote": details.get("quote_id")}
+        return _(
+            "%(component)s of quote #%(quote)s: version %(new_number)s costs %(new_amount)s %(new_currency)s, "
+            "%(change)s %% against version %(cited_number)s cited by the record (%(cited_amount)s); the team revisits "
+            "above %(threshold)s %%."
+        ) % {**details, "quote": details.get("quote_id"), "change": details.get("change_percent"),
+             "threshold": details.get("threshold_percent")}
+    if flag.reason == "quote_expired":
+        return _("%(component)s of quote #%(quote)s cited by the record was valid until %(valid_until)s.") % {
+            **details, "quote": details.get("quote_id")
+        }
+    if flag.reason == "workload_changed":
+        return _("The workload has version %(new_version)s; the record decided on version %(cited_version)s.") % details
+    if flag.reason == "revisit_date":
+        return _("The revisit date %(revisit_on)s has come.") % details
+    return flag.get_reason_display()
+
+
+@require_safe
+def record_detail(request, pk: int):
+    record = selectors.record_get(request.user, pk)
+    return render(request, "decisions/records/detail.html", _record_context(request, record))
+
+
+@require_safe
+def record_print(request, pk: int):
+    record = selectors.record_get(request.user, pk)
+    return render(request, "decisions/records/print.html", _record_context(request, record))
+
+
+def _stage_view(stage: str):
+    @require_POST
+    def view(request, pk: int):
+        record = selectors.record_get(request.user, pk)
+        services.check_may_sign(request.user, record, stage)  # the wrong role, the author: 403
+        form = StageForm(request.POST)
+        if not form.is_valid():
+            return render(
+                request,
+                "decisions/records/detail.html",
+                _record_context(request, record, stage_form=form),
+                status=400,
+            )
+        approve = form.cleaned_data["decision"] == "approve"
+        try:
+            decision = services.stage_decide(
+                actor=request.user, record=record, kind=stage, approve=approve, comment=form.cleaned_data["comment"]
+            )
+        except services.RecordConflict as error:
+            return _refused(request, record, _error_text(error))
+        except ValidationError as error:
+            add_service_errors(form, error)
+            return render(
+                request,
+                "decisions/records/detail.html",
+                _record_context(request, record, stage_form=form),
+                status=400,
+            )
+        label = StageKind(stage).label
+        if decision.record.status == RecordStatus.ACCEPTED:
+            messages.success(request, _("%(stage)s approved: the record is accepted.") % {"stage": label})
+        elif approve:
+            messages.success(request, _("%(stage)s approved.") % {"stage": label})
+        else:
+            messages.success(request, _("%(stage)s rejected: the record is rejected.") % {"stage": label})
+        return redirect(decision.record)
+
+    view.__name__ = f"record_review_{stage}"
+    return view
+
+
+record_review = {kind: _stage_view(kind) for kind in STAGE_ORDER}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Exports and the snapshot
+
+
+def _filename(record, extension: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", record.title).strip("-").lower()[:60] or "record"
+    return f"{record.reference}-{slug}.{extension}"
+
+
+def _download(content, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_safe
+def record_export(request, pk: int, kind: str):
+    """The phase-4 exports of the record, made from its snapshot (from the live inputs while it is a draft)."""
+    record = selectors.record_get(request.user, pk)
+    comparison = selectors.view_comparison(record)
+    if kind == "xlsx":
+        return _download(
+            exports.comparison_xlsx(comparison),
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            _filename(record, "xlsx"),
+        )
+    if kind == "csv":
+        return _download(exports.comparison_csv(comparison), "text/csv; charset=utf-8", _filename(record, "csv"))
+    raise Http404
+
+
+@require_safe
+def record_snapshot(request, pk: int):
+    """The frozen snapshot exactly as hashed (canonical JSON); its SHA-256 is in the header X-Content-SHA256."""
+    record = selectors.record_get(request.user, pk)
+    if not record.is_frozen:
+        raise Http404(_("A draft has no snapshot yet."))
+    response = _download(record.snapshot_json.encode("utf-8"), "application/json", _filename(record, "snapshot.json"))
+    response["X-Content-SHA256"] = record.snapshot_sha256
+    return response
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Notifications
+
+
+@require_safe
+def notification_list(request):
+    items = list(selectors.notifications_for(request.user)[:200])
+    return render(
+        request,
+        "decisions/records/notifications.html",
+        {"items": [(item, notifications.notification_text(item)) for item in items]},
+    )
+
+
+@require_POST
+def notifications_mark_read(request):
+    ids = [int(value) for value in request.POST.getlist("notification") if value.isdigit()]
+    count = notifications.mark_read(user=request.user, notification_ids=ids or None)
+    messages.success(request, _("%(count)s notification(s) marked read.") % {"count": count})
+    return redirect("records:notifications")
+
+
+def notification_preferences(request):
+    preference = notifications.preference_for(request.user)
+    form = NotificationPreferenceForm(request.POST or None, instance=preference)
+    if request.method == "POST" and form.is_valid():
+        notifications.preference_set(user=request.user, **form.cleaned_data)
+        messages.success(request, _("Your notification choices are saved."))
+        return redirect("records:notification-preferences")
+    return render(request, "decisions/records/preferences.html", {"form": form})

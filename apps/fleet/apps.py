@@ -8,4 +8,9 @@ class FleetConfig(AppConfig):
     verbose_name = _("Agents")
 
     def ready(self) -> None:
-        from apps.fleet import checks  # noqa: F401  (registers the configuration checks)
+        from apps.fleet import (
+            checks,  # noqa: F401  (registers the configuration checks)
+            page_parts,
+        )
+
+        page_parts.register()

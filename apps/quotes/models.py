@@ -425,7 +425,7 @@ class CostKind(models.TextChoices):
     OPERATOR_REVIEW = "operator_review", _("Operator review")
 
 
-#: How each typed line maps onto the cost kinds of the phase-4 normalisation (apps/decisions/normalize.py).
+#: How each typed line maps onto the cost kinds of the phase-4 normalisation (apps/comparison/cost_model.py).
 NORMALIZATION_COST_KIND = {
     CostKind.STORAGE: "storage",
     CostKind.SNAPSHOTS: "storage",

@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, has_role
+from apps.common import page_parts
 from apps.quotes import exporting, importing, selectors, services
 from apps.quotes.filters import CandidateFilterSet, QuoteFilterSet
 from apps.quotes.forms import (
@@ -162,6 +163,8 @@ def _quote_context(request, quote: Quote) -> dict:
         "policy": selectors.policy_check(quote, rates=rates),
         "candidates": quote.candidates.all(),
         "can_write": can_write(request.user),
+        # What higher apps show on this page (candidates whose GPU acceptance check fell short).
+        "parts": {"flags": page_parts.render("quotes.quote.flags", request, quote=quote)},
         "labor_missing": quote.is_api_route is False
         and not any(line.kind == "platform_labor" and line.amount > 0 for line in cost_lines if line.is_current),
     }
@@ -538,7 +541,14 @@ def candidate_detail(request, pk: int):
     return render(
         request,
         "quotes/candidate_detail.html",
-        {"candidate": candidate, "row": row, "newer_version": newer, "can_write": can_write(request.user)},
+        {
+            "candidate": candidate, "row": row, "newer_version": newer, "can_write": can_write(request.user),
+            # What higher apps show on this page (the agents on its node, measured results, the memory fit).
+            "parts": {
+                slot: page_parts.render(f"quotes.candidate.{slot}", request, candidate=candidate)
+                for slot in ("agents", "results", "memory_fit")
+            },
+        },
     )
 
 

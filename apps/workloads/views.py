@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.accounts.roles import Role, has_role
+from apps.common import page_parts
 from apps.workloads import estimates, readiness, rules
 from apps.workloads.charts import memory_chart
 from apps.workloads.filters import WorkloadSummaryFilterSet
@@ -252,6 +253,11 @@ def detail_context(request, summary: WorkloadSummary, report: SummaryReport | No
     return {
         "summary": summary,
         "report": report,
+        # What higher apps show on this page (the cheapest fitting quote, the measured memory fit).
+        "parts": {
+            slot: page_parts.render(f"workloads.summary.{slot}", request, summary=summary, report=report)
+            for slot in ("lowest_hourly", "memory_fit")
+        },
         "missing": missing_rows(report.missing),
         "metric": _metric_context(summary),
         "facts": _fact_rows(summary),
@@ -275,33 +281,9 @@ def detail_context(request, summary: WorkloadSummary, report: SummaryReport | No
     }
 
 
-def _lowest_hourly_fitting_candidate(request, summary: WorkloadSummary, report: SummaryReport):
-    """The candidate with the lowest hourly GPU price whose GPU holds this workload on one node (issue 4, item 7).
-
-    Labelled as an hourly price on the page: the cost per accepted output is phase 4's to compute.
-    """
-    analysis = report.analysis
-    if analysis is None or not summary.is_ready:
-        return None
-    from apps.quotes.selectors import candidates_by_hourly_price  # quotes builds on workloads, not the reverse
-
-    gpus_needed = {
-        item.gpu.key: (1 if item.fit.fits else item.fewest_gpus)
-        for item in analysis.fits
-        if item.fit.fits or item.fewest_gpus is not None
-    }
-    for row in candidates_by_hourly_price(request.user, summary):
-        needed = gpus_needed.get(row.candidate.quote.gpu_id)
-        if needed is not None and needed <= row.candidate.quote.gpus_per_node:
-            return row
-    return None
-
-
 def summary_detail(request, pk: int):
     summary = summary_get(user=request.user, pk=pk)
-    context = detail_context(request, summary)
-    context["lowest_hourly"] = _lowest_hourly_fitting_candidate(request, summary, context["report"])
-    return render(request, "workloads/summary_detail.html", context)
+    return render(request, "workloads/summary_detail.html", detail_context(request, summary))
 
 
 @require_POST

@@ -9,8 +9,8 @@ import openpyxl
 import pytest
 from django.core import mail
 
+from apps.comparison.tests.builders import worked_example
 from apps.decisions.models import DecisionRecord, RecordStatus
-from apps.decisions.tests.builders import worked_example
 from apps.decisions.tests.records_builders import people
 from tests.browser.conftest import TIMEOUT_MS
 from tests.factories import PASSWORD

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from apps.benchmarks.models import Job, JobStatus, Result
-from apps.benchmarks.tests.phase1_support import tiny_candidate
+from apps.benchmarks.tests.memory_fit_support import tiny_candidate
 from apps.catalog.models import GpuSpec
 from apps.fleet.models import Agent
 from apps.fleet.services import pool_create, registration_token_create

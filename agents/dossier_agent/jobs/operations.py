@@ -900,14 +900,14 @@ def run(spec: dict[str, Any], ctx) -> dict[str, Any]:
     result["observability"]["log_lines_captured"] = len(logs)
     if logs:
         ctx.add_artifact(_gzip_lines(logs), "serving_logs.jsonl.gz", "application/gzip")
-    result["phase4_inputs"] = phase4_inputs(result)
+    result["figures"] = figures(result)
     ctx.add_artifact(json.dumps(result, indent=2, sort_keys=True, default=str).encode(), "operations.json",
                      "application/json")
     ctx.progress(1.0, "done")
     return result
 
 
-def phase4_inputs(result: dict[str, Any]) -> dict[str, Any]:
+def figures(result: dict[str, Any]) -> dict[str, Any]:
     """The measured inputs for the finance normalisation, with where each came from."""
     scenarios = result["scenarios"]
     attempts = sum(s["accounting"]["attempts"] for s in scenarios)

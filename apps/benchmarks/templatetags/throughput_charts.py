@@ -7,8 +7,8 @@ from django import template
 from django.utils.translation import gettext as _
 
 from apps.benchmarks.models import Result
-from apps.benchmarks.phase2 import KIND, SUMMARY_KEY
-from apps.benchmarks.phase2_charts import figures
+from apps.benchmarks.throughput import KIND, SUMMARY_KEY
+from apps.benchmarks.throughput_charts import figures
 
 register = template.Library()
 
@@ -29,8 +29,8 @@ def _labels() -> dict[tuple[str, str], str]:
 
 
 def _view(result: Result) -> dict:
-    phase2 = result.summary[SUMMARY_KEY]
-    summary = phase2.get("summary") or {}
+    measured = result.summary[SUMMARY_KEY]
+    summary = measured.get("summary") or {}
     latency = summary.get("latency_s") or {}
     rows = []
     for metric, weighting in LATENCY_ROWS:
@@ -38,8 +38,8 @@ def _view(result: Result) -> dict:
         if block:
             rows.append({"label": _labels()[(metric, weighting)], "n": block.get("n"), "method": block.get("method"),
                          "values": [(q, block.get(q)) for q in PERCENTILE_KEYS]})
-    return {"result": result, "phase2": phase2, "summary": summary, "rows": rows,
-            "figures": figures(phase2) if summary else {}, "dom_id": f"throughput-{result.pk}"}
+    return {"result": result, "throughput": measured, "summary": summary, "rows": rows,
+            "figures": figures(measured) if summary else {}, "dom_id": f"throughput-{result.pk}"}
 
 
 @register.inclusion_tag("benchmarks/partials/throughput_results.html")

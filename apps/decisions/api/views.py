@@ -1,87 +1,342 @@
-"""The decisions API under /api/v1/decisions/: the phase-4 comparison of a workload version (read by every role of
-the owning team, finance included) and the phase-4 inputs (platform and admin write). Another team's objects 404.
-
-A bad input never makes the comparison fail: the answer lists it under "errors", naming the candidate and the field.
+"""The decision-records API under /api/v1/decisions/records/: list, read, draft and edit records (platform and
+admin), propose, withdraw, sign each stage (its own role), start a superseding draft, and read the frozen snapshot
+and the exports made from it. Another team's record answers 404; a step the record's state forbids (any change to an
+accepted record) answers 409. The views call the same services as the pages.
 """
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, HttpResponse
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins, viewsets
-from rest_framework.exceptions import ValidationError
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.models import Team
 from apps.accounts.permissions import HasAnyRole, ReadAnyRoleWritePlatform
-from apps.decisions import exports, services
-from apps.decisions.api import serializers
-from apps.decisions.comparison import comparison_for, phase4_inputs_for, summary_get
-from apps.decisions.filters import Phase4InputFilterSet
+from apps.accounts.selectors import teams_for_user
+from apps.comparison import exports
+from apps.decisions import selectors, services
+from apps.decisions.filters import RecordFilterSet
+from apps.decisions.models import ApprovalStage, CapacityModel, DecisionRecord, RevisitFlag, StageKind
+from apps.quotes.models import Candidate
+from apps.workloads.models import WorkloadSummary
 
 
-def _drf_error(error: DjangoValidationError) -> ValidationError:
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = _("The record's state does not allow this.")
+    default_code = "conflict"
+
+
+def _drf_error(error: DjangoValidationError) -> APIException:
+    if isinstance(error, services.RecordConflict):
+        return Conflict(" ".join(error.messages))
     if hasattr(error, "error_dict"):
         return ValidationError(error.message_dict)
     return ValidationError({"non_field_errors": error.messages})
 
 
-class ComparisonView(APIView):
-    """The phase-4 table of one workload version: rows, errors, the six mistakes, sensitivity and break-even."""
+def _call(function, **kwargs):
+    try:
+        return function(**kwargs)
+    except DjangoPermissionDenied as error:
+        raise PermissionDenied(str(error) or None) from None
+    except DjangoValidationError as error:
+        raise _drf_error(error) from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Serializers
+
+
+class StageSerializer(serializers.ModelSerializer):
+    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ApprovalStage
+        fields = ["id", "round", "kind", "position", "status", "reviewer", "decided_at", "comment",
+                  "snapshot_sha256", "withdrawn_at"]
+
+
+class FlagSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RevisitFlag
+        fields = ["id", "reason", "subject", "details", "flagged_at"]
+
+
+class RecordSerializer(serializers.ModelSerializer):
+    """A record in the list: its state, its choice and, once proposed, the chosen option's frozen unit cost."""
+
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    workload = serializers.SerializerMethodField()
+    chosen = serializers.SerializerMethodField()
+    effective_unit_cost = serializers.SerializerMethodField()
+    revisit_flags = serializers.SerializerMethodField()
+
+    class Meta:
+        model = DecisionRecord
+        fields = ["id", "reference", "team", "title", "status", "workload", "workload_summary", "chosen_option",
+                  "chosen", "capacity_model", "effective_unit_cost", "revisit_flags", "author", "supersedes",
+                  "superseded_by", "proposal_round", "snapshot_sha256", "inputs_sha256", "proposed_at",
+                  "inputs_changed_at", "decided_at", "created_at"]
+        read_only_fields = fields
+
+    def get_workload(self, record) -> dict:
+        summary = record.workload_summary
+        return {"id": summary.pk, "name": summary.name, "version": summary.version}
+
+    def get_chosen(self, record) -> dict | None:
+        if record.is_frozen:
+            return record.snapshot["record"]["chosen_option"]
+        chosen = record.chosen_option
+        return {"id": chosen.pk, "label": chosen.label, "kind": str(chosen.kind)} if chosen else None
+
+    def get_effective_unit_cost(self, record) -> dict | None:
+        """The chosen option's effective unit cost as frozen (exact decimal string); null for a draft."""
+        if not record.is_frozen:
+            return None
+        comparison = record.snapshot["comparison"]
+        chosen = next((item for item in comparison["results"] if item["id"] == comparison["chosen_id"]), None)
+        if chosen is None or chosen["row"] is None:
+            return None
+        return {"amount": chosen["row"]["effective_unit_cost"], "currency": comparison["currency"]}
+
+    def get_revisit_flags(self, record) -> list[dict]:
+        flags = getattr(record, "open_flags", None)
+        if flags is None:
+            flags = selectors.open_flags(record)
+        return FlagSerializer(flags, many=True).data
+
+
+class RecordDetailSerializer(RecordSerializer):
+    """One record: its MADR content, the approval trail, and the comparison — from the snapshot once proposed."""
+
+    content = serializers.SerializerMethodField()
+    stages = serializers.SerializerMethodField()
+    snapshot_matches_hash = serializers.SerializerMethodField()
+    comparison = serializers.SerializerMethodField()
+
+    class Meta(RecordSerializer.Meta):
+        fields = [*RecordSerializer.Meta.fields, "content", "stages", "snapshot_matches_hash", "comparison"]
+        read_only_fields = fields
+
+    def get_content(self, record) -> dict:
+        return record.snapshot["record"] if record.is_frozen else selectors.record_content(record)
+
+    def get_stages(self, record) -> list[dict]:
+        return StageSerializer(selectors.stages_of(record), many=True).data
+
+    def get_snapshot_matches_hash(self, record) -> bool | None:
+        return record.snapshot_matches_hash() if record.is_frozen else None
+
+    def get_comparison(self, record) -> dict:
+        return exports.comparison_data(selectors.view_comparison(record))
+
+
+class _TeamUsers(serializers.PrimaryKeyRelatedField):
+    def get_queryset(self):
+        request = self.context.get("request")
+        if request is None:
+            return get_user_model().objects.none()
+        return get_user_model().objects.filter(memberships__team__in=teams_for_user(request.user)).distinct()
+
+
+class RecordWriteSerializer(serializers.Serializer):
+    """What a person states in a draft (every field optional on PATCH)."""
+
+    team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.none(), required=False,
+                                        help_text=_("Slug of one of your teams (default: your active team)."))
+    workload_summary = serializers.PrimaryKeyRelatedField(queryset=WorkloadSummary.objects.none(), required=False)
+    title = serializers.CharField(max_length=200)
+    context = serializers.CharField(required=False, allow_blank=True)
+    drivers = serializers.CharField(required=False, allow_blank=True)
+    chosen_option = serializers.PrimaryKeyRelatedField(
+        queryset=Candidate.objects.none(), required=False, allow_null=True
+    )
+    capacity_model = serializers.ChoiceField(choices=CapacityModel.choices, required=False, allow_blank=True)
+    rationale = serializers.CharField(required=False, allow_blank=True)
+    consequences = serializers.CharField(required=False, allow_blank=True)
+    confirmation_metric = serializers.CharField(required=False, allow_blank=True)
+    revisit_on = serializers.DateField(required=False, allow_null=True)
+    revisit_triggers = serializers.CharField(required=False, allow_blank=True)
+    deciders = _TeamUsers(many=True, required=False, queryset=get_user_model().objects.none())
+    consulted = _TeamUsers(many=True, required=False, queryset=get_user_model().objects.none())
+    informed = _TeamUsers(many=True, required=False, queryset=get_user_model().objects.none())
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        request = self.context.get("request")
+        if request is None:  # the schema generator instantiates the serializer without a request
+            return
+        user = request.user
+        self.fields["team"].queryset = teams_for_user(user)
+        self.fields["workload_summary"].queryset = WorkloadSummary.objects.for_user(user)
+        self.fields["chosen_option"].queryset = Candidate.objects.for_user(user)
+
+
+class StageDecisionSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=[("approve", _("Approve")), ("reject", _("Reject"))])
+    comment = serializers.CharField(required=False, allow_blank=True, help_text=_("Required when rejecting."))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Views
+
+
+@extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH)])
+class RecordViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Decision records. Create and update change drafts only; the rest of the lifecycle has its own endpoints."""
+
+    permission_classes = [ReadAnyRoleWritePlatform]
+    filterset_class = RecordFilterSet
+    ordering_fields = ["number", "created_at", "decided_at"]
+    ordering = ["-number"]
+
+    def get_queryset(self):
+        return selectors.record_list(self.request.user)
+
+    def get_serializer_class(self):
+        if self.action in ("create", "update", "partial_update"):
+            return RecordWriteSerializer
+        return RecordDetailSerializer if self.action == "retrieve" else RecordSerializer
+
+    @extend_schema(request=RecordWriteSerializer, responses={201: RecordDetailSerializer})
+    def create(self, request, *args, **kwargs):
+        write = RecordWriteSerializer(data=request.data, context={"request": request})
+        write.is_valid(raise_exception=True)
+        data = dict(write.validated_data)
+        team = data.pop("team", None) or getattr(request, "active_team", None)
+        if not team:
+            raise ValidationError({"team": _("Name one of your teams.")})
+        summary = data.pop("workload_summary", None)
+        if summary is None:
+            raise ValidationError({"workload_summary": _("This field is required.")})
+        record = _call(services.record_create, actor=request.user, team=team, workload_summary=summary, **data)
+        return Response(
+            RecordDetailSerializer(record, context={"request": request}).data, status=status.HTTP_201_CREATED
+        )
+
+    @extend_schema(request=RecordWriteSerializer, responses=RecordDetailSerializer)
+    def update(self, request, *args, **kwargs):
+        record = self.get_object()
+        partial = kwargs.get("partial", False)
+        write = RecordWriteSerializer(data=request.data, partial=partial, context={"request": request})
+        write.is_valid(raise_exception=True)
+        data = dict(write.validated_data)
+        data.pop("team", None)
+        if data.pop("workload_summary", None) not in (None, record.workload_summary):
+            raise ValidationError({"workload_summary": _("A record keeps its workload version; start a new one.")})
+        record = _call(services.record_update, actor=request.user, record=record, **data)
+        return Response(RecordDetailSerializer(record, context={"request": request}).data)
+
+
+class _RecordAction(APIView):
+    permission_classes = [ReadAnyRoleWritePlatform]
+
+    def record(self, request, pk: int) -> DecisionRecord:
+        return selectors.record_get(request.user, pk)
+
+
+class RecordProposeView(_RecordAction):
+    """Freeze the snapshot of every input and open the stages (again, after an input changed)."""
+
+    @extend_schema(request=None, responses=RecordDetailSerializer)
+    def post(self, request, pk: int):
+        record = _call(services.record_propose, actor=request.user, record=self.record(request, pk))
+        return Response(RecordDetailSerializer(record, context={"request": request}).data)
+
+
+class RecordWithdrawView(_RecordAction):
+    """Take a proposal back to a draft."""
+
+    @extend_schema(request=None, responses=RecordDetailSerializer)
+    def post(self, request, pk: int):
+        record = _call(services.record_withdraw, actor=request.user, record=self.record(request, pk))
+        return Response(RecordDetailSerializer(record, context={"request": request}).data)
+
+
+class RecordSupersedeView(_RecordAction):
+    """Start (or return the open) superseding draft of an accepted record, with today's inputs."""
+
+    @extend_schema(request=None, responses={201: RecordDetailSerializer})
+    def post(self, request, pk: int):
+        draft = _call(services.record_start_superseding_draft, actor=request.user, record=self.record(request, pk))
+        data = RecordDetailSerializer(draft, context={"request": request}).data
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+class RecordStageView(APIView):
+    """Approve or reject one stage (platform review, finance, product), in order, by its own role; never the
+    author. 409 when it is not that stage's turn or an input changed (the approvals are then withdrawn)."""
 
     permission_classes = [HasAnyRole]
 
     @extend_schema(
-        parameters=[serializers.ComparisonQuerySerializer],
-        responses=OpenApiTypes.OBJECT,
-        description="Every figure exact (a decimal string) with its provenance; bad inputs are listed in `errors`.",
+        parameters=[OpenApiParameter("stage", OpenApiTypes.STR, OpenApiParameter.PATH, enum=StageKind.values)],
+        request=StageDecisionSerializer,
+        responses=RecordDetailSerializer,
     )
-    def get(self, request, pk: int):
-        query = serializers.ComparisonQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        summary = summary_get(request.user, pk)
-        comparison = comparison_for(
-            request.user, summary, chosen_id=query.validated_data.get("chosen"),
-            focus_id=query.validated_data.get("focus"),
+    def post(self, request, pk: int, stage: str):
+        if stage not in StageKind.values:
+            raise Http404
+        record = selectors.record_get(request.user, pk)
+        _call(services.check_may_sign, user=request.user, record=record, kind=stage)
+        decision = StageDecisionSerializer(data=request.data)
+        decision.is_valid(raise_exception=True)
+        choice = decision.validated_data
+        result = _call(
+            services.stage_decide, actor=request.user, record=record, kind=stage,
+            approve=choice["decision"] == "approve", comment=choice.get("comment", ""),
         )
-        return Response(exports.comparison_data(comparison))
+        return Response(RecordDetailSerializer(result.record, context={"request": request}).data)
 
 
-@extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH)])
-class Phase4InputViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin, viewsets.GenericViewSet,
-):
-    """Phase-4 inputs; creating one for a metric the candidate already has changes that figure."""
+class RecordSnapshotView(APIView):
+    """The frozen snapshot exactly as hashed (canonical JSON); X-Content-SHA256 carries its hash. 404 for a draft."""
 
-    serializer_class = serializers.Phase4InputSerializer
-    permission_classes = [ReadAnyRoleWritePlatform]
-    filterset_class = Phase4InputFilterSet
-    ordering = ["candidate", "metric"]
+    permission_classes = [HasAnyRole]
 
-    def get_queryset(self):
-        return phase4_inputs_for(self.request.user)
+    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT})
+    def get(self, request, pk: int):
+        record = selectors.record_get(request.user, pk)
+        if not record.is_frozen:
+            raise Http404
+        response = HttpResponse(record.snapshot_json.encode("utf-8"), content_type="application/json")
+        response["X-Content-SHA256"] = record.snapshot_sha256
+        return response
 
-    def _save(self, serializer, candidate, metric):
-        data = dict(serializer.validated_data)
-        data.pop("candidate", None)
-        data.pop("metric", None)
-        try:
-            serializer.instance = services.phase4_input_set(
-                actor=self.request.user, candidate=candidate, metric=metric, **data
+
+class RecordExportView(APIView):
+    """The phase-4 exports of the record from its snapshot: `xlsx` (live formulas) or `csv`."""
+
+    permission_classes = [HasAnyRole]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("kind", OpenApiTypes.STR, OpenApiParameter.PATH, enum=["xlsx", "csv"])],
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+    )
+    def get(self, request, pk: int, kind: str):
+        record = selectors.record_get(request.user, pk)
+        comparison = selectors.view_comparison(record)
+        if kind == "xlsx":
+            response = HttpResponse(
+                exports.comparison_xlsx(comparison),
+                content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
             )
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
-
-    def perform_create(self, serializer):
-        self._save(serializer, serializer.validated_data["candidate"], serializer.validated_data["metric"])
-
-    def perform_update(self, serializer):
-        instance = serializer.instance
-        for name in ("value", "source", "reference", "estimated_by", "estimate_reason", "capacity_unit"):
-            serializer.validated_data.setdefault(name, getattr(instance, name))
-        self._save(serializer, instance.candidate, instance.metric)
-
-    def perform_destroy(self, instance):
-        services.phase4_input_remove(actor=self.request.user, item=instance)
+        elif kind == "csv":
+            response = HttpResponse(exports.comparison_csv(comparison), content_type="text/csv; charset=utf-8")
+        else:
+            raise Http404
+        response["Content-Disposition"] = f'attachment; filename="{record.reference}.{kind}"'
+        return response

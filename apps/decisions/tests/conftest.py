@@ -1,19 +1,3 @@
-"""Fixtures of the decisions tests: the issue's worked example built through the services; English by default."""
+"""The decision-record tests use the comparison tests' fixtures: the worked example, English by default."""
 
-import pytest
-from django.utils import translation
-
-from apps.decisions.tests.builders import worked_example
-
-
-@pytest.fixture(autouse=True)
-def _english():
-    # A request in another language leaves that language active in the thread (LocaleMiddleware does not reset it):
-    # start every test in English so messages compare as written.
-    with translation.override("en"):
-        yield
-
-
-@pytest.fixture
-def example(team, platform_user):
-    return worked_example(team, platform_user)
+from apps.comparison.tests.conftest import _english, example  # noqa: F401

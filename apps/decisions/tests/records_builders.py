@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from apps.decisions import services_records as services
+from apps.comparison.tests.builders import worked_example
+from apps.decisions import services
 from apps.decisions.models import StageKind
-from apps.decisions.tests.builders import worked_example
 from tests.factories import UserFactory
 
 _numbers = itertools.count(1)

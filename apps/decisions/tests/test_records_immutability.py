@@ -110,7 +110,7 @@ def test_finance_approves_its_stage_but_edits_no_evidence(team, client):
     client.force_login(finance)
     record = setup.record
     quote = setup.example.b.quote
-    phase4_input = setup.example.b.phase4_inputs.get(metric="capacity_at_slo")
+    phase4_input = setup.example.b.figures.get(metric="capacity_at_slo")
     evidence_writes = [
         ("page", reverse("records:edit", args=[record.pk]), {"title": "Finance's title"}),
         ("page", reverse("records:propose", args=[record.pk]), {}),
@@ -118,7 +118,7 @@ def test_finance_approves_its_stage_but_edits_no_evidence(team, client):
         ("page", reverse("records:create"), {"workload_summary": setup.example.summary.pk, "title": "x"}),
         ("page", reverse("quotes:price-create", args=[quote.pk]), {"component": "list_price", "amount": "1.00"}),
         ("page", reverse("quotes:quote-edit", args=[quote.pk]), {"title": "cheaper"}),
-        ("page", reverse("decisions:input-edit", args=[phase4_input.pk]), {"value": "20"}),
+        ("page", reverse("evidence:figure-edit", args=[phase4_input.pk]), {"value": "20"}),
         ("api", reverse("records-api:record-detail", args=[record.pk]), {"title": "Finance's title"}),
         ("api", reverse("records-api:record-propose", args=[record.pk]), {}),
         ("api", reverse("records-api:record-list"), {"workload_summary": setup.example.summary.pk, "title": "x"}),

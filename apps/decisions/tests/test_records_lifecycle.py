@@ -11,18 +11,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
 from apps.audit.models import ObjectChange
-from apps.decisions import services_records as services
-from apps.decisions.models import (
-    STAGE_ORDER,
-    ApprovalStage,
-    DecisionRecord,
-    RecordStatus,
-    StageKind,
-    StageStatus,
-)
-from apps.decisions.services import phase4_input_set
+from apps.comparison.tests.builders import observed_at
+from apps.decisions import services
+from apps.decisions.models import STAGE_ORDER, ApprovalStage, DecisionRecord, RecordStatus, StageKind, StageStatus
 from apps.decisions.tests import records_builders as build
-from apps.decisions.tests.builders import observed_at
+from apps.evidence.services import candidate_figure_set
 from apps.quotes import services as quote_services
 from tests.factories import UserFactory
 
@@ -119,7 +112,7 @@ def test_pinning_every_benchmark_artifact_the_snapshot_cites(team):
                                    finished_at=timezone.now(), spec_sha256="a" * 64,
                                    acceptance_criteria={"max_p95_ms": 2000}, summary={"capacity_rps": 9})
     result.artifacts.add(artifact)
-    phase4_input_set(actor=setup.people.author, candidate=setup.example.b, metric="capacity_at_slo", value="9",
+    candidate_figure_set(actor=setup.people.author, candidate=setup.example.b, metric="capacity_at_slo", value="9",
                      source="measured", reference=f"job:{job.pk}", capacity_unit="requests_per_second")
 
     record = services.record_propose(actor=setup.people.author, record=setup.record)
@@ -256,7 +249,7 @@ def test_a_new_price_version_after_the_proposal_withdraws_the_approvals_given(te
 def test_a_changed_phase4_input_after_the_proposal_withdraws_the_approvals(team):
     setup = build.proposed(team)
     build.sign(setup, PLATFORM, FINANCE)
-    phase4_input_set(actor=setup.people.author, candidate=setup.example.b, metric="retry_rate", value="0.03",
+    candidate_figure_set(actor=setup.people.author, candidate=setup.example.b, metric="retry_rate", value="0.03",
                      source="measured", reference="job:9")
     with pytest.raises(services.InputsChanged):
         services.stage_decide(actor=setup.people.product, record=setup.record, kind=PRODUCT, approve=True)
@@ -279,7 +272,7 @@ def test_a_new_workload_version_after_the_proposal_withdraws_the_approvals(team)
 def test_unchanged_inputs_keep_the_frozen_inputs_hash(team):
     setup = build.proposed(team)
     # Saving a figure with the same value and source is not a change of input.
-    phase4_input_set(actor=setup.people.author, candidate=setup.example.b, metric="retry_rate", value="0.01",
+    candidate_figure_set(actor=setup.people.author, candidate=setup.example.b, metric="retry_rate", value="0.01",
                      source="measured", reference=f"job:{setup.example.b.pk}02")
     assert not services.inputs_changed(setup.record)
     build.sign(setup, PLATFORM)

@@ -12,13 +12,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
 
-from apps.decisions import display, exports, mistakes
-from apps.decisions import selectors_records as selectors
+from apps.comparison import display, exports, mistakes
+from apps.comparison.tests.builders import observed_at
+from apps.decisions import selectors
 from apps.decisions.models import DecisionRecord, RecordStatus, StageKind
-from apps.decisions.services import phase4_input_set
-from apps.decisions.snapshot_records import comparison_from_data
+from apps.decisions.snapshot import comparison_from_data
 from apps.decisions.tests import records_builders as build
-from apps.decisions.tests.builders import observed_at
+from apps.evidence.services import candidate_figure_set
 from apps.quotes import services as quote_services
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def _raise_prices(setup):
         source_kind="price_page", source_reference="https://vendor.example.test/pricing#later",
         observed_at=observed_at(),
     )
-    phase4_input_set(actor=setup.people.author, candidate=setup.example.b, metric="capacity_at_slo", value="4",
+    candidate_figure_set(actor=setup.people.author, candidate=setup.example.b, metric="capacity_at_slo", value="4",
                      source="measured", reference="job:77", capacity_unit="requests_per_second")
 
 

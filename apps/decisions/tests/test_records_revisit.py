@@ -11,11 +11,10 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.decisions import services_records as services
-from apps.decisions import tasks
+from apps.comparison.tests.builders import observed_at
+from apps.decisions import services, tasks
 from apps.decisions.models import DecisionRecord, Notification, RecordStatus, RevisitFlag, StageKind
 from apps.decisions.tests import records_builders as build
-from apps.decisions.tests.builders import observed_at
 from apps.quotes import services as quote_services
 from apps.workloads import services as workload_services
 

@@ -1,54 +1,77 @@
-"""How the URL-access and translation tests build the objects the decisions URLs point at (tests/url_registry.py).
+"""How the URL-access, permission-matrix and translation tests build the decision records that the records URLs
+point at (see tests/url_registry.py). The registry reads this module.
 
-Phase-4 comparison (issue 9): a ready workload version with a GPU candidate and an API route, their phase-4 inputs
-entered with their sources. Decision records (issue 10) register theirs below.
+Each builder makes a light record: one GPU candidate on a ready workload version, the four people of a sign-off, and
+the record in the state the URL needs (a draft to edit, a frozen record for its snapshot, an accepted one to
+supersede).
 """
 
-import itertools
-
-from apps.decisions.tests.builders import api_candidate, gpu_candidate, workload
-from tests.factories import UserFactory
+from apps.comparison.tests.builders import gpu_candidate, workload
+from apps.decisions import services
+from apps.decisions.models import StageKind
+from apps.decisions.tests.records_builders import people
 from tests.url_registry import team_object
 
-_numbers = itertools.count(1)
 
-
-def _entering_user(team):
-    return UserFactory(username=f"phase4-fixture-{next(_numbers)}", roles=["platform"], teams=[team])
-
-
-def make_compared_workload(team):
-    """A workload version with two compared candidates (an H100 rental and an API route)."""
-    actor = _entering_user(team)
+def make_record(team, state: str = "draft"):
+    who = people(team)
     summary = workload(team)
-    gpu_candidate(team, actor, summary, label="H100 on demand", price="3.00", capacity="5")
-    api_candidate(team, actor, summary, label="Model API")
-    return summary
+    candidate = gpu_candidate(team, who.author, summary, label="H200 reserved", price="3.50", capacity="9")
+    record = services.record_create(
+        actor=who.author,
+        team=team,
+        workload_summary=summary,
+        title="GPU for support chat",
+        chosen_option=candidate,
+        capacity_model="rent",
+        rationale="Measured capacity at the SLO, cheapest per accepted response.",
+        deciders=[who.author],
+    )
+    if state == "draft":
+        return record
+    record = services.record_propose(actor=who.author, record=record)
+    if state == "proposed":
+        return record
+    for kind, reviewer in ((StageKind.PLATFORM, who.reviewer), (StageKind.FINANCE, who.finance),
+                           (StageKind.PRODUCT, who.product)):
+        record = services.stage_decide(actor=reviewer, record=record, kind=kind, approve=True).record
+    return record
 
 
-def make_input_candidate(team):
-    actor = _entering_user(team)
-    return gpu_candidate(team, actor, workload(team), label="H200 on demand", price="3.50", capacity="9")
+def draft(team):
+    return make_record(team, "draft")
 
 
-def make_phase4_input(team):
-    return make_input_candidate(team).phase4_inputs.get(metric="capacity_at_slo")
+def proposed(team):
+    return make_record(team, "proposed")
+
+
+def accepted(team):
+    return make_record(team, "accepted")
+
+
+def _stage(kind: str):
+    return lambda team: {"pk": proposed(team).pk, "stage": kind}
 
 
 URL_FIXTURES = {
-    # Phase-4 comparison (issue 9)
-    "decisions:comparison": team_object(make_compared_workload),
-    "decisions:comparison-print": team_object(make_compared_workload),
-    "decisions:comparison-csv": team_object(make_compared_workload),
-    "decisions:comparison-xlsx": team_object(make_compared_workload),
-    "decisions:candidate-inputs": team_object(make_input_candidate),
-    "decisions:input-edit": team_object(make_phase4_input),
-    "decisions:input-remove": team_object(make_phase4_input),
-    "decisions-api:comparison": team_object(make_compared_workload),
-    "decisions-api:phase4-input-detail": team_object(make_phase4_input),
+    "records:detail": team_object(accepted),
+    "records:edit": team_object(draft),
+    "records:propose": team_object(draft),
+    "records:withdraw": team_object(proposed),
+    "records:supersede": team_object(accepted),
+    "records:review-platform": team_object(proposed),
+    "records:review-finance": team_object(proposed),
+    "records:review-product": team_object(proposed),
+    "records:print": team_object(accepted),
+    "records:export-xlsx": team_object(accepted),
+    "records:export-csv": team_object(accepted),
+    "records:snapshot": team_object(accepted),
+    "records-api:record-detail": team_object(draft),
+    "records-api:record-propose": team_object(draft),
+    "records-api:record-withdraw": team_object(proposed),
+    "records-api:record-supersede": team_object(accepted),
+    "records-api:record-stage": team_object(_stage(StageKind.FINANCE)),
+    "records-api:record-snapshot": team_object(accepted),
+    "records-api:record-export": team_object(lambda team: {"pk": accepted(team).pk, "kind": "xlsx"}),
 }
-
-# Decision records (issue 10): their builders live in url_fixtures_records.py.
-from apps.decisions.tests.url_fixtures_records import RECORD_URL_FIXTURES  # noqa: E402
-
-URL_FIXTURES.update(RECORD_URL_FIXTURES)

@@ -105,7 +105,7 @@ def test_an_unknown_path_is_a_json_404_for_an_agent_and_a_401_for_anyone_else(ag
 def test_a_busy_database_is_a_503_with_retry_after(agent_api, monkeypatch):
     from django.db import OperationalError
 
-    from apps.fleet.api import agent_views
+    from apps.agent_api import node_views as agent_views
 
     def locked(**kwargs):
         raise OperationalError("database is locked")

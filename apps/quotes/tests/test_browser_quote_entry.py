@@ -1,11 +1,11 @@
 """A platform user enters a quote, its price and its checklist in real Chromium (htmx saves section by section)."""
 
-import importlib
 import re
 
 import pytest
 from django.apps import apps as django_apps
 
+from apps.quotes import checklist_data as checklist
 from apps.quotes.models import ChecklistAnswer, PriceVersion, Quote
 from apps.quotes.tests.factories import GpuFactory
 
@@ -20,8 +20,7 @@ def label(text: str) -> re.Pattern:
 @pytest.fixture
 def checklist_data(transactional_db):
     # A transactional test may start after another one flushed the tables: load the checklist data again.
-    migration = importlib.import_module("apps.quotes.migrations.0002_checklist_questions_and_policy")
-    migration.load(django_apps, None)
+    checklist.load(django_apps, None)
 
 
 def test_platform_enters_a_quote_with_its_price_and_checklist(page, login, platform_user, vendor, checklist_data):

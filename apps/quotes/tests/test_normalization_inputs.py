@@ -1,4 +1,4 @@
-"""The quote side of phase 4: a candidate's inputs feed apps/decisions/normalize.py as they are.
+"""The quote side of phase 4: a candidate's inputs feed apps/decisions/cost_model.py as they are.
 
 The worked example of the phase-4 issue (candidate A, on-demand H100 at 3.00 USD per GPU-hour) is rebuilt from a
 quote, its cost lines and an estimated retry rate; with the measured capacity added, normalize() gives 0.000427785.
@@ -7,10 +7,10 @@ quote, its cost lines and an estimated retry rate; with the measured capacity ad
 import datetime
 from decimal import Decimal
 
-from apps.decisions import normalize
+from apps.comparison import cost_model
 from apps.quotes import services
+from apps.quotes.comparison_inputs import normalization_inputs
 from apps.quotes.models import CommercialModel, CostKind, PriceUnit
-from apps.quotes.normalization import normalization_inputs
 from apps.quotes.tests.conftest import answer_base_tier
 from apps.quotes.tests.factories import GpuFactory
 
@@ -18,21 +18,21 @@ READ_AT = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
 
 
 def provenance(data):
-    return normalize.Provenance(**data)
+    return cost_model.Provenance(**data)
 
 
 def candidate_input(inputs, **measured):
     values = {name: value for name, value in inputs.values.items() if value is not None}
     lines = [
-        normalize.CostLine(
+        cost_model.CostLine(
             kind=line["kind"], unit_price=line["unit_price"], quantity=line["quantity"], unit=line["unit"],
             label=line["label"], provenance=provenance(line["provenance"]),
         )
         for line in inputs.cost_lines
     ]
     figures = {name: provenance(data) for name, data in inputs.provenance.items()}
-    figures.update({name: normalize.Provenance.measured("job-1") for name in measured})
-    return normalize.CandidateInput(**values, **measured, cost_lines=lines, provenance=figures)
+    figures.update({name: cost_model.Provenance.measured("job-1") for name in measured})
+    return cost_model.CandidateInput(**values, **measured, cost_lines=lines, provenance=figures)
 
 
 def test_the_worked_example_a_from_a_quote(team, vendor, ready_workload, platform_user):
@@ -63,12 +63,12 @@ def test_the_worked_example_a_from_a_quote(team, vendor, ready_workload, platfor
     assert inputs.values["unit_price"] == Decimal("3.00") and inputs.values["commercial_model"] == "on_demand"
     assert inputs.provenance["unit_price"]["reference"].startswith("price-version:")
 
-    demand = normalize.Demand(
+    demand = cost_model.Demand(
         accepted_outputs=Decimal("20000000"), period_hours=Decimal("730"), peak_rate=Decimal("12"),
         operating_hours=Decimal("730"), mode="realtime",
     )
     built = candidate_input(inputs, capacity_at_slo_per_gpu=Decimal("5"))
-    row = normalize.normalize(demand, [built], currency="USD")[0]
+    row = cost_model.normalize(demand, [built], currency="USD")[0]
     assert row.effective_unit_cost == Decimal("0.000427785")
     assert row.total_cost == Decimal("8555.70")
 
@@ -91,4 +91,4 @@ def test_an_api_route_hands_over_its_token_prices(team, vendor, ready_workload, 
         Decimal("0.40"), Decimal("1.60"),
     )
     built = candidate_input(inputs, mean_input_tokens=Decimal("800"), mean_output_tokens=Decimal("300"))
-    assert built.kind == normalize.CandidateKind.API
+    assert built.kind == cost_model.CandidateKind.API

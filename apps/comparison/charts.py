@@ -1,0 +1,315 @@
+"""The comparison's charts as plain Plotly figures (data + layout dicts), drawn by the locally served plotly.min.js.
+
+Each builder takes a `Comparison` and returns a figure, or None when the comparison lacks the figures the chart
+needs (the page then says what is missing). Amounts are plotted as floats (a chart is a picture; the table and the
+exports keep the exact Decimals); titles and legends are translated here, labels of candidates are data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+
+from django.utils.translation import gettext as _
+
+from apps.comparison import cost_model
+from apps.comparison.selectors import Comparison
+from apps.evidence.models import FigureMetric
+
+COLORS = {
+    "productive": "#2f5d8a",
+    "idle": "#9db6cf",
+    "storage_network": "#6b8e23",
+    "platform_labor": "#c58b2b",
+    "other_costs": "#8c6bb1",
+    "failure_waste": "#b5443b",
+    "p50": "#9db6cf",
+    "p95": "#2f5d8a",
+    "p99": "#1d2330",
+    "target": "#b5443b",
+    "predicted": "#9db6cf",
+    "measured": "#2f5d8a",
+}
+HOVER_UNIT_COST = "%{y:.6g}"
+
+
+def _float(value: Decimal | int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _layout(title: str, *, x_title: str = "", y_title: str = "", **extra) -> dict:
+    layout = {
+        "title": {"text": title, "x": 0, "xanchor": "left"},
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "font": {"family": "system-ui, sans-serif", "size": 12, "color": "#1d2330"},
+        "margin": {"l": 70, "r": 20, "t": 50, "b": 90},
+        "height": 380,
+        "legend": {"orientation": "h", "y": -0.3},
+        "xaxis": {"title": {"text": x_title}, "automargin": True, "gridcolor": "#e5e8ee"},
+        "yaxis": {"title": {"text": y_title}, "automargin": True, "gridcolor": "#e5e8ee", "exponentformat": "none"},
+    }
+    layout.update(extra)
+    return layout
+
+
+def cost_breakdown(comparison: Comparison) -> dict | None:
+    """Stacked cost per accepted output: productive and idle GPU, storage/network, labor, other, failure waste."""
+    if comparison.is_training:
+        return training_cost_breakdown(comparison)
+    rows = comparison.rows
+    if not rows:
+        return None
+    labels = [result.label for result in rows]
+    parts = (
+        ("productive", _("GPU, productive"), lambda row: row.productive_capacity),
+        ("idle", _("GPU, idle capacity"), lambda row: row.idle_capacity),
+        ("storage_network", _("Storage and network"), lambda row: row.storage_network),
+        ("platform_labor", _("Platform labor"), lambda row: row.platform_labor),
+        ("other_costs", _("Other costs"), lambda row: row.other_costs),
+        ("failure_waste", _("Failure and retry waste"), lambda row: row.failure_waste),
+    )
+    data = []
+    for key, name, amount in parts:
+        values = [_float(amount(result.row) / result.row.accepted_outputs) for result in rows]
+        if not any(values):
+            continue
+        data.append({
+            "type": "bar", "name": name, "x": labels, "y": values, "marker": {"color": COLORS[key]},
+            "hovertemplate": HOVER_UNIT_COST + "<extra>" + name + "</extra>",
+        })
+    unit = _("%(currency)s per accepted output") % {"currency": comparison.currency}
+    return {"data": data, "layout": _layout(_("Cost per accepted output, by component"), y_title=unit,
+                                            barmode="stack")}
+
+
+def training_cost_breakdown(comparison: Comparison) -> dict | None:
+    """Stacked cost per completed training run: GPU compute, checkpointing, failed-run waste and the cost lines."""
+    rows = comparison.training_rows
+    if not rows:
+        return None
+    labels = [result.label for result in rows]
+    parts = (
+        ("productive", _("GPU compute"), lambda row: row.gpu_compute),
+        ("idle", _("Checkpointing"), lambda row: row.checkpointing),
+        ("failure_waste", _("Failed-run waste"), lambda row: row.failed_run_waste),
+        ("storage_network", _("Storage and network"), lambda row: row.storage + row.network),
+        ("platform_labor", _("Platform labor"), lambda row: row.platform_labor),
+        ("other_costs", _("Other costs"), lambda row: row.other_costs),
+    )
+    data = []
+    for key, name, amount in parts:
+        values = [_float(amount(result.training_row)) for result in rows]
+        if not any(values):
+            continue
+        data.append({
+            "type": "bar", "name": name, "x": labels, "y": values, "marker": {"color": COLORS[key]},
+            "hovertemplate": "%{y:,.2f}<extra>" + name + "</extra>",
+        })
+    unit = _("%(currency)s per completed run") % {"currency": comparison.currency}
+    return {"data": data, "layout": _layout(_("Cost per completed training run, by component"), y_title=unit,
+                                            barmode="stack")}
+
+
+def latency(comparison: Comparison) -> dict | None:
+    """p50/p95/p99 latency per candidate (phase-4 inputs) against the workload's end-to-end targets."""
+    percentiles = (("p50", FigureMetric.P50_LATENCY_MS), ("p95", FigureMetric.P95_LATENCY_MS),
+                   ("p99", FigureMetric.P99_LATENCY_MS))
+    measured = [result for result in comparison.results
+                if any(result.value(metric) is not None for _name, metric in percentiles)]
+    if not measured:
+        return None
+    labels = [result.label for result in measured]
+    data = [
+        {"type": "bar", "name": name, "x": labels, "y": [_float(result.value(metric)) for result in measured],
+         "marker": {"color": COLORS[name]}, "hovertemplate": "%{y} ms<extra>" + name + "</extra>"}
+        for name, metric in percentiles
+    ]
+    shapes, annotations = [], []
+    summary = comparison.summary
+    for name, target in (("p95", summary.p95_e2e_ms), ("p99", summary.p99_e2e_ms)):
+        if target is None:
+            continue
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": target, "y1": target,
+                       "line": {"color": COLORS["target"], "dash": "dash" if name == "p95" else "dot", "width": 2}})
+        annotations.append({"xref": "paper", "x": 1, "y": target, "xanchor": "right", "yanchor": "bottom",
+                            "showarrow": False, "text": _("%(percentile)s target") % {"percentile": name},
+                            "font": {"color": COLORS["target"]}})
+    return {"data": data, "layout": _layout(_("Latency percentiles against the SLO"), y_title=_("milliseconds"),
+                                            barmode="group", shapes=shapes, annotations=annotations)}
+
+
+def memory_headroom(comparison: Comparison) -> dict | None:
+    """Memory margin per self-hosted candidate: the estimator's prediction beside the measured margin, in %."""
+    fleet = [result for result in comparison.results if result.is_fleet
+             and (result.predicted_memory_margin is not None or result.value(FigureMetric.MEMORY_MARGIN) is not None)]
+    if not fleet:
+        return None
+    labels = [result.label for result in fleet]
+
+    def percent(value: Decimal | None) -> float | None:
+        return None if value is None else float(value * 100)
+
+    data = [
+        {"type": "bar", "name": _("Predicted (memory estimator)"), "x": labels,
+         "y": [percent(result.predicted_memory_margin) for result in fleet],
+         "marker": {"color": COLORS["predicted"]}, "hovertemplate": "%{y:.1f} %<extra></extra>"},
+        {"type": "bar", "name": _("Measured (phase 1)"), "x": labels,
+         "y": [percent(result.value(FigureMetric.MEMORY_MARGIN)) for result in fleet],
+         "marker": {"color": COLORS["measured"]}, "hovertemplate": "%{y:.1f} %<extra></extra>"},
+    ]
+    return {"data": data, "layout": _layout(_("Memory headroom, predicted and measured"),
+                                            y_title=_("GPU memory left free (per cent)"), barmode="group")}
+
+
+def pareto_front(points: Iterable[tuple[Decimal, Decimal, str]]) -> list[tuple[Decimal, Decimal, str]]:
+    """The points no other point beats on both latency and cost (lower is better on both), by latency."""
+    front: list[tuple[Decimal, Decimal, str]] = []
+    best_cost = None
+    for point in sorted(points, key=lambda item: (item[0], item[1])):
+        if best_cost is None or point[1] < best_cost:
+            front.append(point)
+            best_cost = point[1]
+    return front
+
+
+def cost_vs_p99(comparison: Comparison) -> dict | None:
+    points = [(result.value(FigureMetric.P99_LATENCY_MS), result.row.effective_unit_cost, result.label)
+              for result in comparison.rows if result.value(FigureMetric.P99_LATENCY_MS) is not None]
+    if not points:
+        return None
+    front = pareto_front(points)
+    data = [
+        {"type": "scatter", "mode": "markers+text", "name": _("Candidates"), "x": [_float(p[0]) for p in points],
+         "y": [_float(p[1]) for p in points], "text": [p[2] for p in points], "textposition": "top center",
+         "marker": {"size": 10, "color": COLORS["measured"]},
+         "hovertemplate": "%{text}: %{x} ms, %{y:.6g}<extra></extra>"},
+        {"type": "scatter", "mode": "lines+markers", "name": _("Pareto front"), "x": [_float(p[0]) for p in front],
+         "y": [_float(p[1]) for p in front], "line": {"color": COLORS["target"], "shape": "hv"},
+         "hoverinfo": "skip"},
+    ]
+    unit = _("%(currency)s per accepted output") % {"currency": comparison.currency}
+    return {"data": data, "layout": _layout(_("Cost per accepted output against p99 latency"),
+                                            x_title=_("p99 latency (ms)"), y_title=unit)}
+
+
+FACTOR_LABELS = {
+    "price": lambda: _("Price"),
+    "utilisation": lambda: _("Utilisation (demand volume)"),
+    "acceptance": lambda: _("Quality acceptance"),
+    "failure_rate": lambda: _("Failure and retry rate"),
+}
+
+
+def tornado(comparison: Comparison) -> dict | None:
+    """Each factor moved 20 % down and up, the others at base: how far the focus candidate's unit cost moves."""
+    bars: Sequence[cost_model.SensitivityBar] = comparison.sensitivity
+    if not bars or comparison.focus is None:
+        return None
+    factors = [FACTOR_LABELS[bar.factor]() for bar in reversed(bars)]
+    base = float(bars[0].base)
+    data = [
+        {"type": "bar", "orientation": "h", "name": name, "y": factors, "base": base,
+         "x": [float(getattr(bar, attribute)) - base for bar in reversed(bars)],
+         "marker": {"color": color},
+         "customdata": [float(getattr(bar, attribute)) for bar in reversed(bars)],
+         "hovertemplate": "%{customdata:.6g}<extra>" + name + "</extra>"}
+        for name, attribute, color in ((_("Factor −20 %"), "low", COLORS["predicted"]),
+                                       (_("Factor +20 %"), "high", COLORS["failure_waste"]))
+    ]
+    title = _("Sensitivity of %(candidate)s's cost per accepted output") % {"candidate": comparison.focus.label}
+    unit = _("%(currency)s per accepted output") % {"currency": comparison.currency}
+    layout = _layout(title, x_title=unit, barmode="overlay")
+    layout["shapes"] = [{"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": base, "x1": base,
+                         "line": {"color": "#1d2330", "width": 1}}]
+    layout["xaxis"]["exponentformat"] = "none"
+    return {"data": data, "layout": layout}
+
+
+def _span(maximum: float, steps: int = 40) -> list[float]:
+    return [maximum * index / steps for index in range(steps + 1)]
+
+
+def reserve_break_even(comparison: Comparison) -> dict | None:
+    """Cost per used GPU-hour against utilisation: on-demand is flat, reserved is its rate ÷ utilisation."""
+    figures = comparison.break_even
+    if figures.reserve_utilisation is None:
+        return None
+    reserved, on_demand = float(figures.reserved_rate), float(figures.on_demand_rate)
+    utilisation = [value for value in _span(1.0) if value > 0]
+    data = [
+        {"type": "scatter", "mode": "lines", "name": figures.on_demand_label, "x": utilisation,
+         "y": [on_demand for _value in utilisation], "line": {"color": COLORS["productive"]}},
+        {"type": "scatter", "mode": "lines", "name": figures.reserved_label, "x": utilisation,
+         "y": [reserved / value for value in utilisation], "line": {"color": COLORS["failure_waste"]}},
+    ]
+    layout = _layout(_("Reserve or stay on demand: u* = %(value)s") % {"value": f"{figures.reserve_utilisation:.4f}"},
+                     x_title=_("share of the committed hours in use"),
+                     y_title=_("%(currency)s per used GPU-hour") % {"currency": comparison.currency})
+    layout["yaxis"]["range"] = [0, max(reserved, on_demand) * 3]
+    return {"data": data, "layout": layout}
+
+
+def buy_break_even(comparison: Comparison) -> dict | None:
+    """Cumulative cost of buying (capex, then owned running costs) and of renting, month by month."""
+    figures = comparison.break_even
+    if figures.capex is None:
+        return None
+    horizon = float(figures.buy_months) * 2 if figures.buy_months else 60.0
+    months = _span(max(horizon, 12.0))
+    capex, opex, cloud = float(figures.capex), float(figures.owned_monthly_opex), float(figures.cloud_monthly)
+    data = [
+        {"type": "scatter", "mode": "lines", "name": figures.purchase_label, "x": months,
+         "y": [capex + opex * month for month in months], "line": {"color": COLORS["failure_waste"]}},
+        {"type": "scatter", "mode": "lines", "name": figures.rental_label, "x": months,
+         "y": [cloud * month for month in months], "line": {"color": COLORS["productive"]}},
+    ]
+    if figures.buy_months is not None:
+        title = _("Buy or rent: buying pays off after %(months)s months") % {"months": f"{figures.buy_months:.1f}"}
+    else:
+        title = _("Buy or rent: buying never pays off at these prices")
+    return {"data": data, "layout": _layout(title, x_title=_("months"),
+                                            y_title=_("cumulative cost (%(currency)s)") % {
+                                                "currency": comparison.currency})}
+
+
+def api_break_even(comparison: Comparison) -> dict | None:
+    """Monthly cost against monthly token volume: the API route grows with volume, self-hosting is flat."""
+    figures = comparison.break_even
+    if figures.api_tokens_per_month is None:
+        return None
+    threshold, workload = float(figures.api_tokens_per_month), float(figures.workload_tokens_per_month)
+    volumes = _span(max(threshold, workload) * 1.5)
+    price = float(figures.blended_price_per_million) / 1_000_000
+    hosted = float(figures.self_host_monthly)
+    data = [
+        {"type": "scatter", "mode": "lines", "name": figures.api_label, "x": volumes,
+         "y": [price * volume for volume in volumes], "line": {"color": COLORS["failure_waste"]}},
+        {"type": "scatter", "mode": "lines", "name": figures.self_host_label, "x": volumes,
+         "y": [hosted for _volume in volumes], "line": {"color": COLORS["productive"]}},
+    ]
+    layout = _layout(_("API or self-host: break-even at %(tokens)s tokens per month") % {
+        "tokens": f"{threshold:,.0f}"}, x_title=_("tokens per month"),
+        y_title=_("%(currency)s per month") % {"currency": comparison.currency})
+    layout["shapes"] = [{"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": workload, "x1": workload,
+                         "line": {"color": "#1d2330", "dash": "dot", "width": 1}}]
+    layout["annotations"] = [{"x": workload, "yref": "paper", "y": 1, "showarrow": False, "yanchor": "bottom",
+                              "text": _("this workload")}]
+    return {"data": data, "layout": layout}
+
+
+#: (chart id, builder); display.chart_titles() says what a chart needs when its builder returns None.
+CHARTS = (
+    ("cost-breakdown", cost_breakdown),
+    ("latency", latency),
+    ("memory-headroom", memory_headroom),
+    ("cost-vs-p99", cost_vs_p99),
+    ("sensitivity", tornado),
+    ("break-even-reserve", reserve_break_even),
+    ("break-even-buy", buy_break_even),
+    ("break-even-api", api_break_even),
+)
+
+
+def all_charts(comparison: Comparison) -> dict[str, dict | None]:
+    return {chart_id: builder(comparison) for chart_id, builder in CHARTS}

@@ -1,0 +1,579 @@
+"""Exports of a comparison: JSON data (the API's answer), CSV, and an XLSX workbook for finance whose formulas
+recompute the fleet, the GPU cost, the waste, the total and the effective unit cost from raw, unrounded input cells.
+
+The workbook reproduces `normalize()` cell by cell (the conventions are in that module's docstring): change a price,
+a capacity or the demand in a spreadsheet and the effective unit cost follows. A spreadsheet computes in binary
+floating point, so it agrees with Dossier's exact figures to about 15 significant digits, not all 34.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from decimal import Decimal
+from typing import Any
+
+from openpyxl import Workbook
+from openpyxl.styles import Font, PatternFill
+from openpyxl.utils import get_column_letter
+
+from apps.comparison import cost_model
+from apps.comparison.selectors import CandidateResult, Comparison
+from apps.evidence.models import FigureMetric
+
+# ---------------------------------------------------------------------------------------------------------------
+# JSON
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+def result_data(result: CandidateResult) -> dict:
+    candidate = result.candidate
+    data = {
+        "candidate_id": candidate.pk,
+        "label": candidate.label,
+        "kind": str(candidate.kind),
+        "quote_id": candidate.quote_id,
+        "vendor": candidate.quote.vendor.name,
+        "inputs": [
+            {
+                "metric": item.metric,
+                "value": str(item.value),
+                "capacity_unit": item.capacity_unit,
+                "source": item.source,
+                "reference": item.reference,
+                "estimated_by": item.estimated_by,
+                "estimate_reason": item.estimate_reason,
+            }
+            for item in sorted(result.inputs.values(), key=lambda item: item.metric)
+        ],
+        "predicted_memory_margin": _plain(result.predicted_memory_margin),
+        "warnings": list(result.warnings),
+        "row": result.row.to_dict() if result.row is not None else None,
+        "training_row": training_row_data(result.training_row) if result.training_row is not None else None,
+        "training_hourly_price": _plain(result.training_hourly_price),
+        "error": result.problem.to_dict() if result.problem is not None else None,
+    }
+    return data
+
+
+def training_row_data(row: cost_model.TrainingRow) -> dict:
+    data = {item.name: _plain(getattr(row, item.name)) for item in dataclasses.fields(row) if item.name != "provenance"}
+    data["provenance"] = {name: [source.to_dict() for source in sources] for name, sources in row.provenance.items()}
+    return data
+
+
+def comparison_data(comparison: Comparison) -> dict:
+    """Everything the page shows, JSON-ready: exact decimals as strings, every figure with its provenance."""
+    summary = comparison.summary
+    demand = comparison.demand
+    cheapest, lowest_hourly = comparison.cheapest, comparison.lowest_hourly
+    break_even = comparison.break_even
+    return {
+        "workload_summary": {"id": summary.pk, "name": summary.name, "version": summary.version},
+        "currency": comparison.currency,
+        "demand": None if demand is None else {
+            "accepted_outputs": str(demand.accepted_outputs),
+            "period_hours": str(demand.period_hours),
+            "peak_rate": str(demand.peak_rate),
+            "operating_hours": str(demand.operating_hours),
+            "mode": str(demand.mode),
+            "quality_acceptance": str(demand.quality_acceptance),
+            "runs_per_period": demand.runs_per_period,
+            "p95_latency_target_ms": _plain(demand.p95_latency_target_ms),
+            "provenance": {name: item.to_dict() for name, item in demand.provenance.items()},
+        },
+        "training": None if comparison.training is None else {
+            "token_budget": str(comparison.training.token_budget),
+            "checkpoint_interval_hours": str(comparison.training.checkpoint_interval_hours),
+            "failures_per_gpu_hour": str(comparison.training.failures_per_gpu_hour),
+            "provenance": {name: item.to_dict() for name, item in comparison.training.provenance.items()},
+        },
+        "exchange_rates": [
+            {"currency": rate.currency, "rate": str(rate.rate), "provenance": rate.provenance.to_dict()}
+            for rate in comparison.exchange_rates
+        ],
+        "candidates": [result_data(result) for result in comparison.results],
+        "errors": [problem.to_dict() for problem in comparison.problems],
+        "cheapest_per_accepted_output": cheapest.candidate.pk if cheapest else None,
+        "lowest_hourly_price": lowest_hourly.candidate.pk if lowest_hourly else None,
+        "chosen": int(comparison.chosen_id) if comparison.chosen_id else None,
+        "mistakes": [
+            {
+                "code": rule.rule.code,
+                "number": rule.rule.number,
+                "title": rule.title,
+                "explanation": rule.explanation,
+                "raised": rule.raised,
+                "findings": [
+                    {
+                        "reason": view.finding.reason,
+                        "candidate_id": int(view.finding.candidate_id) if view.finding.candidate_id else None,
+                        "severity": view.finding.severity,
+                        "message": view.message,
+                    }
+                    for view in rule.findings
+                ],
+            }
+            for rule in comparison.rules
+        ],
+        "sensitivity": {
+            "candidate_id": comparison.focus.candidate.pk if comparison.focus else None,
+            "bars": [
+                {"factor": bar.factor, "low": str(bar.low), "high": str(bar.high), "base": str(bar.base)}
+                for bar in comparison.sensitivity
+            ],
+        },
+        "break_even": {
+            "reserve_vs_on_demand_utilisation": _plain(break_even.reserve_utilisation),
+            "buy_vs_rent_months": _plain(break_even.buy_months),
+            "buy_never_pays": break_even.buy_never_pays,
+            "api_vs_self_host_tokens_per_month": _plain(break_even.api_tokens_per_month),
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# CSV
+
+CSV_HEADERS = (
+    "candidate_id", "label", "kind", "commercial_model", "currency", "gpus", "nodes", "billed_hours_per_gpu",
+    "gpu_cost", "productive_capacity", "idle_capacity", "storage_network", "platform_labor", "other_costs",
+    "retry_waste", "failure_loss", "preemption_rework", "failure_waste", "total_cost", "generated_outputs",
+    "accepted_outputs", "effective_unit_cost", "hourly_price", "quality_acceptance", "p95_latency_ms",
+    "p99_latency_ms", "memory_margin", "predicted_memory_margin", "notes", "provenance", "error_field", "error",
+)
+
+
+def _provenance_text(row: cost_model.Row) -> str:
+    items = []
+    for name, sources in row.provenance.items():
+        for source in sources:
+            detail = source.reference or f"{source.by}: {source.why}"
+            items.append(f"{name}={source.kind}({detail})")
+    return "; ".join(items)
+
+
+TRAINING_CSV_HEADERS = (
+    "candidate_id", "label", "kind", "currency", "gpus", "price_per_gpu_hour", "compute_hours", "checkpoints",
+    "checkpoint_hours", "expected_failures", "failed_run_waste_hours", "wall_clock_hours", "gpu_hours",
+    "gpu_compute", "checkpointing", "failed_run_waste", "storage", "network", "platform_labor", "other_costs",
+    "cost_per_completed_run", "error_field", "error",
+)
+
+
+def _training_csv(comparison: Comparison) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(TRAINING_CSV_HEADERS)
+    for result in comparison.results:
+        head = [result.candidate.pk, result.label, str(result.candidate.kind)]
+        row, run = result.training_row, result.training_run
+        if row is None:
+            problem = result.problem
+            writer.writerow([*head, *[""] * (len(TRAINING_CSV_HEADERS) - 5),
+                             problem.field if problem else "", problem.message if problem else ""])
+            continue
+        writer.writerow([
+            *head, row.currency, run.gpus, result.training_hourly_price, row.compute_hours, row.checkpoints,
+            row.checkpoint_hours, row.expected_failures, row.failed_run_waste_hours, row.wall_clock_hours,
+            row.gpu_hours, row.gpu_compute, row.checkpointing, row.failed_run_waste, row.storage, row.network,
+            row.platform_labor, row.other_costs, row.cost_per_completed_run, "", "",
+        ])
+    return buffer.getvalue()
+
+
+def comparison_csv(comparison: Comparison) -> str:
+    """One line per candidate, raw and unrounded; a candidate stopped by a bad input carries its error instead."""
+    if comparison.is_training:
+        return _training_csv(comparison)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_HEADERS)
+    for result in comparison.results:
+        row = result.row
+        measured = [result.value(metric) for metric in (FigureMetric.P95_LATENCY_MS, FigureMetric.P99_LATENCY_MS,
+                                                         FigureMetric.MEMORY_MARGIN)]
+        head = [result.candidate.pk, result.label, str(result.candidate.kind)]
+        if row is None:
+            problem = result.problem
+            writer.writerow([*head, *[""] * (len(CSV_HEADERS) - 5),
+                             problem.field if problem else "", problem.message if problem else ""])
+            continue
+        writer.writerow([
+            *head, str(row.commercial_model), row.currency, row.gpus, row.nodes, _plain(row.billed_hours_per_gpu),
+            row.gpu_cost, row.productive_capacity, row.idle_capacity, row.storage_network, row.platform_labor,
+            row.other_costs, row.retry_waste, row.failure_loss, row.preemption_rework, row.failure_waste,
+            row.total_cost, row.generated_outputs, row.accepted_outputs, row.effective_unit_cost,
+            _plain(row.hourly_price), row.quality_acceptance, *[_plain(value) for value in measured],
+            _plain(result.predicted_memory_margin), " | ".join(note.text for note in row.notes),
+            _provenance_text(row), "", "",
+        ])
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# XLSX with live formulas
+
+WORKLOAD_SHEET = "Workload"
+LINES_SHEET = "Cost lines"
+TABLE_SHEET = "Comparison"
+
+# Workload sheet: (row, label, attribute of the Demand)
+WORKLOAD_CELLS = (
+    (2, "accepted outputs per period", "accepted_outputs"),
+    (3, "period hours", "period_hours"),
+    (4, "operating hours per period", "operating_hours"),
+    (5, "peak rate (requests/s)", "peak_rate"),
+    (6, "quality acceptance (workload)", "quality_acceptance"),
+    (7, "runs per period", "runs_per_period"),
+)
+ACCEPTED = f"{WORKLOAD_SHEET}!$B$2"
+PERIOD = f"{WORKLOAD_SHEET}!$B$3"
+OPERATING = f"{WORKLOAD_SHEET}!$B$4"
+PEAK = f"{WORKLOAD_SHEET}!$B$5"
+WORKLOAD_ACCEPTANCE = f"{WORKLOAD_SHEET}!$B$6"
+RUNS = f"{WORKLOAD_SHEET}!$B$7"
+
+#: The raw input columns of the comparison sheet: (key, header, CandidateInput attribute or a callable).
+INPUT_COLUMNS = (
+    ("id", "candidate id", "id"),
+    ("label", "candidate", "label"),
+    ("model", "commercial model", "commercial_model"),
+    ("currency", "currency", "currency"),
+    ("rate", "exchange rate to the reporting currency", None),
+    ("unit_price", "price per price unit", "unit_price"),
+    ("price_unit", "price unit", "price_unit"),
+    ("gpn", "GPUs per node", "gpus_per_node"),
+    ("gpr", "GPUs per replica", "gpus_per_replica"),
+    ("capacity", "capacity at SLO per GPU (req/s)", "capacity_at_slo_per_gpu"),
+    ("headroom", "headroom", "headroom"),
+    ("committed", "committed hours per period", "committed_hours"),
+    ("overage_price", "overage price", "overage_price"),
+    ("granularity", "billing granularity (hours)", "billing_granularity_hours"),
+    ("minimum", "minimum commitment per period", "minimum_commitment"),
+    ("preemptions", "spot preemptions per GPU-hour", "spot_preemptions_per_hour"),
+    ("rework", "rework hours per preemption", "spot_rework_hours"),
+    ("capex", "capex per node", "capex_per_node"),
+    ("amortisation", "amortisation months", "amortisation_months"),
+    ("power", "power per node (kW)", "power_kw_per_node"),
+    ("pue", "PUE", "pue"),
+    ("energy", "energy price per kWh", "energy_price_per_kwh"),
+    ("colocation", "colocation per kW-month", "colocation_per_kw_month"),
+    ("maintenance", "maintenance per node-year", "maintenance_per_node_year"),
+    ("input_price", "API input price per 1M tokens", "api_input_price_per_million"),
+    ("output_price", "API output price per 1M tokens", "api_output_price_per_million"),
+    ("input_tokens", "mean input tokens", "mean_input_tokens"),
+    ("output_tokens", "mean output tokens", "mean_output_tokens"),
+    ("retry", "retry rate", "retry_rate"),
+    ("failure", "failure rate", "failure_rate"),
+    ("acceptance", "quality acceptance (candidate; empty: the workload's)", "quality_acceptance"),
+)
+FORMULA_COLUMNS = (
+    ("accept", "quality acceptance used"),
+    ("generated", "generated outputs"),
+    ("storage_network", "storage/network"),
+    ("platform_labor", "platform labor"),
+    ("other_costs", "other costs"),
+    ("required_rate", "required rate (req/s)"),
+    ("gpus", "GPUs"),
+    ("nodes", "nodes"),
+    ("billed_hours", "billed hours per GPU"),
+    ("overage_hours", "overage hours"),
+    ("per_request", "API price per request"),
+    ("base_cost", "GPU cost before minimum commitment"),
+    ("gpu_cost", "GPU cost"),
+    ("productive", "productive capacity"),
+    ("idle", "idle capacity"),
+    ("retry_waste", "retry waste"),
+    ("failure_loss", "failure loss"),
+    ("preemption_rework", "preemption rework"),
+    ("failure_waste", "failure waste"),
+    ("total", "total cost (reporting currency)"),
+    ("unit_cost", "effective unit cost"),
+    ("hourly", "hourly price per GPU (reporting currency)"),
+    ("dossier", "effective unit cost computed by Dossier (exact)"),
+)
+COLUMN = {
+    key: get_column_letter(index)
+    for index, key in enumerate([key for key, *_rest in INPUT_COLUMNS] + [key for key, _h in FORMULA_COLUMNS], 1)
+}
+
+
+def _cell_value(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, Decimal | int):
+        return value
+    return str(value)
+
+
+def _formulas(model: cost_model.CommercialModel, r: int) -> dict[str, str]:
+    """The formula of each computed column for one candidate row (`r`), by its commercial model."""
+
+    def c(key: str) -> str:
+        return f"{COLUMN[key]}{r}"
+
+    def lines(column: str) -> str:
+        return (f"SUMIFS('{LINES_SHEET}'!$I:$I,'{LINES_SHEET}'!$A:$A,{c('id')},"
+                f"'{LINES_SHEET}'!$C:$C,\"{column}\")")
+
+    formulas = {
+        "accept": f"=IF(ISBLANK({c('acceptance')}),{WORKLOAD_ACCEPTANCE},{c('acceptance')})",
+        "generated": f"={ACCEPTED}/{c('accept')}",
+        "storage_network": "=" + lines("storage_network"),
+        "platform_labor": "=" + lines("platform_labor"),
+        "other_costs": "=" + lines("other_costs"),
+        "preemption_rework": "=0",
+    }
+    if model is cost_model.CommercialModel.API:
+        formulas.update({
+            "per_request": f"=({c('input_tokens')}*{c('input_price')}+{c('output_tokens')}*{c('output_price')})"
+                           "/1000000",
+            "base_cost": f"={c('generated')}*{c('per_request')}",
+            "productive": f"={c('base_cost')}",
+            "retry_waste": f"={c('generated')}*{c('retry')}*{c('per_request')}",
+            "failure_loss": f"={c('generated')}*{c('failure')}*{c('per_request')}",
+        })
+    else:
+        waste_share = f"(1+{c('retry')}+{c('failure')})"
+        units = f"IF({c('price_unit')}=\"node_hour\",{c('nodes')},{c('gpus')})"
+        formulas.update({
+            "required_rate": f"=MAX({PEAK},{c('generated')}*{waste_share}/({OPERATING}*3600))*(1+{c('headroom')})",
+            "nodes": f"=ROUNDUP(ROUNDUP({c('required_rate')}/({c('capacity')}*{c('gpr')}),0)*{c('gpr')}"
+                     f"/{c('gpn')},0)",
+            "gpus": f"={c('nodes')}*{c('gpn')}",
+            "retry_waste": f"={c('retry')}*{c('gpu_cost')}",
+            "failure_loss": f"={c('failure')}*{c('gpu_cost')}",
+        })
+        if model is cost_model.CommercialModel.PURCHASE:
+            months = f"({PERIOD}/730)"
+            formulas.update({
+                "billed_hours": f"={PERIOD}",
+                "base_cost": (f"={c('nodes')}*{c('capex')}/{c('amortisation')}*{months}"
+                              f"+{c('nodes')}*{c('power')}*{c('pue')}*{OPERATING}*{c('energy')}"
+                              f"+{c('nodes')}*{c('power')}*{c('colocation')}*{months}"
+                              f"+{c('nodes')}*{c('maintenance')}*{months}/12"),
+            })
+        elif model is cost_model.CommercialModel.RESERVED:
+            overage = f"MAX(0,{OPERATING}-{c('committed')})"
+            formulas.update({
+                "overage_hours": (f"=IF(ISBLANK({c('granularity')}),{overage},"
+                                  f"ROUNDUP({overage}/{c('granularity')},0)*{c('granularity')})"),
+                "billed_hours": f"={c('committed')}+{c('overage_hours')}",
+                "base_cost": (f"={units}*{c('committed')}*{c('unit_price')}"
+                              f"+{units}*{c('overage_hours')}*{c('overage_price')}"),
+            })
+        else:
+            formulas.update({
+                "billed_hours": (f"=IF(ISBLANK({c('granularity')}),{OPERATING},"
+                                 f"ROUNDUP({OPERATING}/{RUNS}/{c('granularity')},0)*{c('granularity')}*{RUNS})"),
+                "base_cost": f"={units}*{c('billed_hours')}*{c('unit_price')}",
+            })
+            if model is cost_model.CommercialModel.SPOT:
+                formulas["preemption_rework"] = (f"={units}*{c('billed_hours')}*{c('preemptions')}*{c('rework')}"
+                                                 f"*{c('unit_price')}")
+        formulas["productive"] = (f"={c('base_cost')}*MIN(1,{c('generated')}/({c('gpus')}*{c('capacity')}*3600"
+                                  f"*{c('billed_hours')}))")
+        if model is cost_model.CommercialModel.PURCHASE:
+            formulas["hourly"] = f"={c('gpu_cost')}*{c('rate')}/({c('gpus')}*{PERIOD})"
+        else:
+            formulas["hourly"] = (f"=IF({c('price_unit')}=\"node_hour\",{c('unit_price')}/{c('gpn')},"
+                                  f"{c('unit_price')})*{c('rate')}")
+    formulas.update({
+        "gpu_cost": f"=MAX({c('base_cost')},{c('minimum')})",
+        "idle": f"={c('gpu_cost')}-{c('productive')}",
+        "failure_waste": f"={c('retry_waste')}+{c('failure_loss')}+{c('preemption_rework')}",
+        "total": (f"={c('rate')}*({c('gpu_cost')}+{c('storage_network')}+{c('platform_labor')}+{c('other_costs')}"
+                  f"+{c('failure_waste')})"),
+        "unit_cost": f"={c('total')}/{ACCEPTED}",
+    })
+    return formulas
+
+
+def _rate(comparison: Comparison, currency: str) -> Decimal:
+    if currency == comparison.currency:
+        return Decimal(1)
+    return next(rate.rate for rate in comparison.exchange_rates if rate.currency == currency)
+
+
+TRAINING_CELLS = (
+    (2, "tokens to train in one run", "token_budget"),
+    (3, "checkpoint interval (hours)", "checkpoint_interval_hours"),
+    (4, "failures per GPU-hour", "failures_per_gpu_hour"),
+)
+TRAINING_INPUT_COLUMNS = (
+    ("id", "candidate id"), ("label", "candidate"), ("currency", "currency"),
+    ("rate", "exchange rate to the reporting currency"), ("gpus", "GPUs"), ("price", "price per GPU-hour"),
+    ("throughput", "training throughput (tokens/s)"), ("write", "checkpoint write stall (hours)"),
+    ("restart", "restart after a failure (hours)"),
+)
+TRAINING_FORMULA_COLUMNS = (
+    ("compute_hours", "compute hours"), ("checkpoints", "checkpoints"), ("checkpoint_hours", "checkpoint hours"),
+    ("expected_failures", "expected failures"), ("waste_hours", "failed-run waste hours"),
+    ("hourly", "cluster cost per hour (reporting currency)"), ("gpu_compute", "GPU compute"),
+    ("checkpointing", "checkpointing"), ("failed_run_waste", "failed-run waste"), ("storage", "storage"),
+    ("network", "network"), ("platform_labor", "platform labor"), ("other_costs", "other costs"),
+    ("cost_per_run", "cost per completed run"), ("dossier", "cost per completed run computed by Dossier (exact)"),
+)
+TRAINING_COLUMN = {
+    key: get_column_letter(index)
+    for index, key in enumerate([key for key, _h in TRAINING_INPUT_COLUMNS + TRAINING_FORMULA_COLUMNS], 1)
+}
+TRAINING_LINE_COLUMNS = {"storage": "storage", "network": "network", "platform_labor": "platform_labor",
+                         "checkpointing": "checkpointing"}
+
+
+def _training_formulas(r: int) -> dict[str, str]:
+    """cost_model.training_run_cost() as formulas over the row's inputs and the Workload sheet."""
+
+    def c(key: str) -> str:
+        return f"{TRAINING_COLUMN[key]}{r}"
+
+    def lines(column: str) -> str:
+        return (f"{c('rate')}*SUMIFS('{LINES_SHEET}'!$I:$I,'{LINES_SHEET}'!$A:$A,{c('id')},"
+                f"'{LINES_SHEET}'!$C:$C,\"{column}\")")
+
+    budget, interval, failures = (f"{WORKLOAD_SHEET}!$B${row}" for row, _label, _name in TRAINING_CELLS)
+    return {
+        "compute_hours": f"={budget}/{c('throughput')}/3600",
+        "checkpoints": f"=INT({c('compute_hours')}/{interval})",
+        "checkpoint_hours": f"={c('checkpoints')}*{c('write')}",
+        "expected_failures": f"={failures}*{c('gpus')}*({c('compute_hours')}+{c('checkpoint_hours')})",
+        "waste_hours": f"={c('expected_failures')}*(MIN({interval},{c('compute_hours')})/2+{c('restart')})",
+        "hourly": f"={c('gpus')}*{c('price')}*{c('rate')}",
+        "gpu_compute": f"={c('hourly')}*{c('compute_hours')}",
+        "checkpointing": f"={c('hourly')}*{c('checkpoint_hours')}+{lines('checkpointing')}",
+        "failed_run_waste": f"={c('hourly')}*{c('waste_hours')}",
+        "storage": "=" + lines("storage"),
+        "network": "=" + lines("network"),
+        "platform_labor": "=" + lines("platform_labor"),
+        "other_costs": "=" + lines("other_costs"),
+        "cost_per_run": (f"={c('gpu_compute')}+{c('checkpointing')}+{c('failed_run_waste')}+{c('storage')}"
+                         f"+{c('network')}+{c('platform_labor')}+{c('other_costs')}"),
+    }
+
+
+def _lines_sheet(workbook):
+    sheet = workbook.create_sheet(LINES_SHEET)
+    sheet.append(["candidate id", "candidate", "column", "kind", "label", "quantity", "unit price", "unit",
+                  "amount", "source"])
+    return sheet
+
+
+def _add_line(sheet, owner_id: str, owner_label: str, column: str, line: cost_model.CostLine) -> None:
+    number = sheet.max_row + 1
+    source = line.provenance
+    sheet.append([owner_id, owner_label, column, str(line.kind), line.label, line.quantity, line.unit_price,
+                  line.unit, f"=F{number}*G{number}", source.reference or f"{source.kind}: {source.by}, {source.why}"])
+
+
+def _problems_sheet(workbook, comparison: Comparison) -> None:
+    problems = workbook.create_sheet("Problems")
+    problems.append(["candidate", "field", "problem"])
+    for problem in comparison.problems:
+        problems.append([problem.candidate_label, problem.field, problem.message])
+
+
+def _training_xlsx(comparison: Comparison) -> bytes:
+    workbook = Workbook()
+    input_fill = PatternFill("solid", fgColor="FFF6D5")
+    sheet = workbook.active
+    sheet.title = WORKLOAD_SHEET
+    sheet.append(["figure", "value", "source"])
+    plan = comparison.training
+    for row_number, label, attribute in TRAINING_CELLS:
+        sheet.cell(row=row_number, column=1, value=label)
+        cell = sheet.cell(row=row_number, column=2, value=getattr(plan, attribute) if plan else None)
+        cell.fill = input_fill
+        source = plan.provenance.get(attribute) if plan else None
+        sheet.cell(row=row_number, column=3, value=source.why if source else "")
+    sheet.cell(row=6, column=1, value="reporting currency")
+    sheet.cell(row=6, column=2, value=comparison.currency)
+    lines_sheet = _lines_sheet(workbook)
+    table = workbook.create_sheet(TABLE_SHEET)
+    table.append([header for _key, header in TRAINING_INPUT_COLUMNS + TRAINING_FORMULA_COLUMNS])
+    for cell in table[1]:
+        cell.font = Font(bold=True)
+    for row_number, result in enumerate(comparison.training_rows, 2):
+        run = result.training_run
+        values = {"id": run.id, "label": run.label, "currency": run.currency, "rate": _rate(comparison, run.currency),
+                  "gpus": run.gpus, "price": run.price_per_gpu_hour, "throughput": run.throughput_tokens_per_second,
+                  "write": run.checkpoint_write_hours, "restart": run.restart_hours}
+        for key, value in values.items():
+            cell = table[f"{TRAINING_COLUMN[key]}{row_number}"]
+            cell.value = _cell_value(value)
+            if key not in ("id", "label", "currency"):
+                cell.fill = input_fill
+        for key, formula in _training_formulas(row_number).items():
+            table[f"{TRAINING_COLUMN[key]}{row_number}"] = formula
+        table[f"{TRAINING_COLUMN['dossier']}{row_number}"] = str(result.training_row.cost_per_completed_run)
+        for line in run.cost_lines:
+            _add_line(lines_sheet, run.id, run.label, TRAINING_LINE_COLUMNS.get(str(line.kind), "other_costs"), line)
+    table.freeze_panes = "C2"
+    _problems_sheet(workbook, comparison)
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
+def comparison_xlsx(comparison: Comparison) -> bytes:
+    """The workbook: Workload (demand inputs), Cost lines (inputs with an amount formula), Comparison (candidate
+    inputs, then formulas), Problems (candidates that could not be normalised). A training workload gets the same
+    sheets with the cost per completed run."""
+    if comparison.is_training:
+        return _training_xlsx(comparison)
+    workbook = Workbook()
+    bold = Font(bold=True)
+    input_fill = PatternFill("solid", fgColor="FFF6D5")
+
+    sheet = workbook.active
+    sheet.title = WORKLOAD_SHEET
+    sheet.append(["figure", "value", "source"])
+    demand = comparison.demand
+    for row_number, label, attribute in WORKLOAD_CELLS:
+        value = getattr(demand, attribute) if demand is not None else None
+        source = demand.provenance.get(attribute) if demand is not None else None
+        sheet.cell(row=row_number, column=1, value=label)
+        cell = sheet.cell(row=row_number, column=2, value=_cell_value(value))
+        cell.fill = input_fill
+        sheet.cell(row=row_number, column=3, value=(source.why if source else ""))
+    sheet.cell(row=9, column=1, value="reporting currency")
+    sheet.cell(row=9, column=2, value=comparison.currency)
+    sheet.cell(row=10, column=1, value="workload summary")
+    sheet.cell(row=10, column=2, value=f"{comparison.summary.name} v{comparison.summary.version}")
+    sheet.column_dimensions["A"].width = 34
+    sheet.column_dimensions["B"].width = 22
+
+    lines_sheet = _lines_sheet(workbook)
+    table = workbook.create_sheet(TABLE_SHEET)
+    table.append([header for _key, header, _attribute in INPUT_COLUMNS] + [header for _key, header in
+                                                                           FORMULA_COLUMNS])
+    for cell in table[1]:
+        cell.font = bold
+    row_number = 1
+    for result in comparison.rows:
+        given = result.candidate_input
+        row_number += 1
+        for key, _header, attribute in INPUT_COLUMNS:
+            value = _rate(comparison, given.currency) if key == "rate" else getattr(given, attribute)
+            cell = table[f"{COLUMN[key]}{row_number}"]
+            cell.value = _cell_value(value)
+            if key not in ("id", "label", "model", "currency"):
+                cell.fill = input_fill
+        for key, formula in _formulas(given.commercial_model, row_number).items():
+            table[f"{COLUMN[key]}{row_number}"] = formula
+        table[f"{COLUMN['dossier']}{row_number}"] = str(result.row.effective_unit_cost)
+        for line in given.cost_lines:
+            _add_line(lines_sheet, given.id, given.label, cost_model.COST_COLUMN.get(line.kind, "other_costs"), line)
+    table.freeze_panes = "C2"
+    _problems_sheet(workbook, comparison)
+
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()

@@ -1,0 +1,480 @@
+"""The guide's six common mistakes of GPU selection, as checks over plain data (no Django).
+
+Each mistake is a `Rule`: a stable code, a check function `Situation -> tuple[Finding, ...]`, and its title,
+explanation and finding messages in English, French and Indonesian, kept as data in `RULES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+from apps.comparison.cost_model import Row, significant
+
+LANGUAGES = ("en", "fr", "id")
+SELF_HOSTED_KINDS = frozenset({"gpu", "purchase"})
+
+
+@dataclass(frozen=True)
+class WorkloadFacts:
+    """What the workload summary states (None: not stated)."""
+
+    p95_context_tokens: int | None = None
+    peak_concurrency: int | None = None
+    has_acceptance_criteria: bool = False
+    model_expected_life_months: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class CandidateFacts:
+    """What is known of one candidate: its phase-4 figures and the evidence behind them.
+
+    `tested_context_tokens` / `tested_concurrency`: the largest context and concurrency phase 1 ran (None: not
+    tested); `gpus_per_job` / `nodes_per_job`: how many GPUs and nodes one replica or training job spans;
+    `commitment_months`: the reservation term or the purchase's amortisation (None: no commitment).
+    """
+
+    id: str
+    label: str
+    kind: str
+    hourly_price: Decimal | None = None
+    effective_unit_cost: Decimal | None = None
+    platform_labor: Decimal | None = None
+    has_benchmark_evidence: bool = False
+    tested_context_tokens: int | None = None
+    tested_concurrency: int | None = None
+    gpus_per_job: int = 1
+    nodes_per_job: int = 1
+    has_interconnect_data: bool = False
+    has_interconnect_test: bool = False
+    commitment_months: Decimal | None = None
+
+    @classmethod
+    def from_row(cls, row: Row, **evidence: Any) -> CandidateFacts:
+        """Facts from a normalised row; the evidence (benchmarks, phase 1, interconnect, commitment) is passed in."""
+        return cls(id=row.candidate_id, label=row.label, kind=str(row.kind), hourly_price=row.hourly_price,
+                   effective_unit_cost=row.effective_unit_cost, platform_labor=row.platform_labor, **evidence)
+
+
+@dataclass(frozen=True)
+class Situation:
+    """The workload, its candidates and, when a decision record passes it, the chosen candidate's id."""
+
+    workload: WorkloadFacts
+    candidates: tuple[CandidateFacts, ...]
+    chosen_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "candidates", tuple(self.candidates))
+        ids = [candidate.id for candidate in self.candidates]
+        if len(set(ids)) != len(ids):
+            raise ValueError("two candidates share an id")
+        if self.chosen_id is not None and self.chosen_id not in ids:
+            raise ValueError(f"the chosen candidate {self.chosen_id!r} is not among the candidates")
+
+    @property
+    def chosen(self) -> CandidateFacts | None:
+        return next((c for c in self.candidates if c.id == self.chosen_id), None)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One mistake found: the rule, which variant (`reason`), the candidate concerned (None: the whole comparison).
+
+    `severity` is "warning" when it concerns a choice or a candidate, "note" when it informs a comparison
+    that has no choice yet.
+    """
+
+    code: str
+    reason: str
+    candidate_id: str | None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    severity: str = "warning"
+
+    def message(self, language: str = "en") -> str:
+        template = RULES_BY_CODE[self.code].reasons[self.reason][_language(language)]
+        return template % {name: _shown(value) for name, value in self.params.items()}
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    number: int
+    title: Mapping[str, str]
+    explanation: Mapping[str, str]
+    reasons: Mapping[str, Mapping[str, str]]
+    check: Callable[[Situation], tuple[Finding, ...]]
+
+
+def _language(language: str) -> str:
+    """The catalog language for a language tag: its primary subtag if we have it ('fr-CA' → 'fr'), else English."""
+    primary = language.lower().replace("_", "-").split("-")[0]
+    return primary if primary in LANGUAGES else "en"
+
+
+def _shown(value: Any) -> str:
+    """A parameter as shown in a message: Decimals keep up to 6 significant digits (more are rounded to 6)."""
+    if isinstance(value, Decimal):
+        if len(value.as_tuple().digits) > 6:
+            value = significant(value, 6)
+        return format(value, "f")
+    if isinstance(value, list | tuple):
+        return ", ".join(_shown(item) for item in value)
+    return str(value)
+
+
+# --- the checks ------------------------------------------------------------------------------------------------
+
+
+def _leaders(candidates: Iterable[CandidateFacts], attribute: str) -> list[CandidateFacts]:
+    """The candidates tied for the lowest value of `attribute`, ignoring those without one."""
+    known = [c for c in candidates if getattr(c, attribute) is not None]
+    if not known:
+        return []
+    lowest = min(getattr(c, attribute) for c in known)
+    return [c for c in known if getattr(c, attribute) == lowest]
+
+
+def check_chose_by_hourly_rate(situation: Situation) -> tuple[Finding, ...]:
+    code = "chose_by_hourly_rate"
+    hour_leaders = _leaders(situation.candidates, "hourly_price")
+    output_leaders = _leaders(situation.candidates, "effective_unit_cost")
+    chosen = situation.chosen
+    if chosen is None:
+        if hour_leaders and output_leaders and not {c.id for c in hour_leaders} & {c.id for c in output_leaders}:
+            return (Finding(code, "hour_and_output_leaders_differ", None, {
+                "hour_leaders": [c.label for c in hour_leaders],
+                "output_leaders": [c.label for c in output_leaders],
+            }, severity="note"),)
+        return ()
+    findings = []
+    if (chosen in hour_leaders and chosen.effective_unit_cost is not None and output_leaders
+            and chosen not in output_leaders):
+        cheapest = output_leaders[0]
+        findings.append(Finding(code, "cheapest_hour_not_cheapest_output", chosen.id, {
+            "chosen": chosen.label, "chosen_hourly": chosen.hourly_price,
+            "chosen_unit_cost": chosen.effective_unit_cost,
+            "cheapest": [c.label for c in output_leaders], "cheapest_unit_cost": cheapest.effective_unit_cost,
+        }))
+    if not chosen.has_benchmark_evidence:
+        findings.append(Finding(code, "chosen_without_benchmark", chosen.id, {"chosen": chosen.label}))
+    return tuple(findings)
+
+
+# (dimension, the candidate's phase-1 attribute, the workload's target attribute)
+_MEMORY_DIMENSIONS = (
+    ("context", "tested_context_tokens", "p95_context_tokens"),
+    ("concurrency", "tested_concurrency", "peak_concurrency"),
+)
+
+
+def check_memory_fit_yes_no(situation: Situation) -> tuple[Finding, ...]:
+    code = "memory_fit_yes_no"
+    workload = situation.workload
+    stated = [dimension for dimension in _MEMORY_DIMENSIONS if getattr(workload, dimension[2]) is not None]
+    findings = []
+    for candidate in situation.candidates:
+        if candidate.kind not in SELF_HOSTED_KINDS or not stated:
+            continue
+        if all(getattr(candidate, tested) is None for _, tested, _ in _MEMORY_DIMENSIONS):
+            findings.append(Finding(code, "no_phase1_evidence", candidate.id, {"candidate": candidate.label}))
+            continue
+        for dimension, tested_attribute, target_attribute in stated:
+            tested = getattr(candidate, tested_attribute)
+            target = getattr(workload, target_attribute)
+            if tested is None:
+                findings.append(Finding(code, f"{dimension}_untested", candidate.id,
+                                        {"candidate": candidate.label, "target": target}))
+            elif tested < target:
+                findings.append(Finding(code, f"{dimension}_below_target", candidate.id,
+                                        {"candidate": candidate.label, "tested": tested, "target": target}))
+    return tuple(findings)
+
+
+def check_interconnect_ignored(situation: Situation) -> tuple[Finding, ...]:
+    code = "interconnect_ignored"
+    findings = []
+    for candidate in situation.candidates:
+        spans_nodes = candidate.nodes_per_job > 1
+        if candidate.kind not in SELF_HOSTED_KINDS or not (spans_nodes or candidate.gpus_per_job > 1):
+            continue
+        if candidate.has_interconnect_data or candidate.has_interconnect_test:
+            continue
+        findings.append(Finding(code, "multi_node" if spans_nodes else "multi_gpu", candidate.id, {
+            "candidate": candidate.label, "gpus": candidate.gpus_per_job, "nodes": candidate.nodes_per_job,
+        }))
+    return tuple(findings)
+
+
+def check_generated_not_accepted(situation: Situation) -> tuple[Finding, ...]:
+    if situation.workload.has_acceptance_criteria:
+        return ()
+    return (Finding("generated_not_accepted", "no_acceptance_criteria", None),)
+
+
+def check_no_platform_ownership(situation: Situation) -> tuple[Finding, ...]:
+    return tuple(
+        Finding("no_platform_ownership", "zero_platform_labor", candidate.id, {"candidate": candidate.label})
+        for candidate in situation.candidates
+        if candidate.kind in SELF_HOSTED_KINDS and not candidate.platform_labor
+    )
+
+
+def check_bought_for_todays_model(situation: Situation) -> tuple[Finding, ...]:
+    life = situation.workload.model_expected_life_months
+    if life is None:
+        return ()
+    return tuple(
+        Finding("bought_for_todays_model", "commitment_outlives_model", candidate.id,
+                {"candidate": candidate.label, "commitment": candidate.commitment_months, "life": life})
+        for candidate in situation.candidates
+        if candidate.commitment_months is not None and candidate.commitment_months > life
+    )
+
+
+# --- the rules, with their texts -------------------------------------------------------------------------------
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        code="chose_by_hourly_rate",
+        number=1,
+        title={
+            "en": "Choosing by hourly rate",
+            "fr": "Choisir en fonction du tarif horaire",
+            "id": "Memilih berdasarkan tarif per jam",
+        },
+        explanation={
+            "en": "Hourly rates ignore utilisation, retries, downtime, storage, networking, support and engineer "
+                  "time. Use the cost per completed workload instead.",
+            "fr": "Le tarif horaire ignore l’utilisation, les reprises, le temps d’inactivité, le stockage, le "
+                  "réseau, le support et le temps des ingénieurs. Utilisez plutôt le coût de la charge de travail "
+                  "terminée.",
+            "id": "Tarif per jam mengabaikan utilisasi, percobaan ulang, waktu henti, penyimpanan, jaringan, "
+                  "dukungan, dan waktu engineer. Gunakan biaya per beban kerja yang selesai.",
+        },
+        reasons={
+            "cheapest_hour_not_cheapest_output": {
+                "en": "%(chosen)s has the lowest hourly price (%(chosen_hourly)s) but costs %(chosen_unit_cost)s "
+                      "per accepted output; %(cheapest)s delivers one for %(cheapest_unit_cost)s.",
+                "fr": "%(chosen)s a le tarif horaire le plus bas (%(chosen_hourly)s) mais coûte "
+                      "%(chosen_unit_cost)s par sortie acceptée ; %(cheapest)s en livre une pour "
+                      "%(cheapest_unit_cost)s.",
+                "id": "%(chosen)s memiliki tarif per jam terendah (%(chosen_hourly)s), tetapi biayanya "
+                      "%(chosen_unit_cost)s per output yang diterima; %(cheapest)s menghasilkannya dengan biaya "
+                      "%(cheapest_unit_cost)s.",
+            },
+            "chosen_without_benchmark": {
+                "en": "%(chosen)s was chosen without benchmark evidence: its cost per accepted output rests on no "
+                      "measurement.",
+                "fr": "%(chosen)s a été choisi sans preuve de benchmark : son coût par sortie acceptée ne repose "
+                      "sur aucune mesure.",
+                "id": "%(chosen)s dipilih tanpa bukti benchmark: biaya per output yang diterima tidak didasarkan "
+                      "pada pengukuran apa pun.",
+            },
+            "hour_and_output_leaders_differ": {
+                "en": "The lowest hourly price (%(hour_leaders)s) and the lowest cost per accepted output "
+                      "(%(output_leaders)s) belong to different candidates.",
+                "fr": "Le tarif horaire le plus bas (%(hour_leaders)s) et le coût par sortie acceptée le plus bas "
+                      "(%(output_leaders)s) appartiennent à des candidats différents.",
+                "id": "Tarif per jam terendah (%(hour_leaders)s) dan biaya per output yang diterima terendah "
+                      "(%(output_leaders)s) dimiliki oleh kandidat yang berbeda.",
+            },
+        },
+        check=check_chose_by_hourly_rate,
+    ),
+    Rule(
+        code="memory_fit_yes_no",
+        number=2,
+        title={
+            "en": "Treating memory fit as a yes/no question",
+            "fr": "Traiter l’adéquation mémoire comme une question oui/non",
+            "id": "Menganggap kecocokan memori sebagai pertanyaan \"ya/tidak\"",
+        },
+        explanation={
+            "en": "Memory fit at one prompt length or batch size does not prove production fit. Long context, high "
+                  "concurrency, model changes and serving-framework overhead can change the answer.",
+            "fr": "L’adéquation mémoire à une longueur de prompt ou une taille de lot donnée ne prouve pas "
+                  "l’adéquation en production. Un long contexte, une forte concurrence, des changements de modèle "
+                  "et la surcharge du framework de service peuvent modifier la réponse.",
+            "id": "Kecocokan memori pada satu panjang permintaan atau ukuran batch tidak membuktikan kelayakan untuk "
+                  "produksi. Konteks panjang, konkurensi tinggi, pergantian model, dan overhead framework serving "
+                  "dapat mengubah jawabannya.",
+        },
+        reasons={
+            "no_phase1_evidence": {
+                "en": "%(candidate)s has no phase-1 memory-fit evidence at the workload's p95 context or peak "
+                      "concurrency.",
+                "fr": "%(candidate)s n’a aucune preuve d’adéquation mémoire de phase 1 au contexte p95 ni à la "
+                      "concurrence de pointe de la charge de travail.",
+                "id": "%(candidate)s tidak memiliki bukti kecocokan memori tahap 1 pada konteks p95 atau "
+                      "konkurensi puncak beban kerja.",
+            },
+            "context_untested": {
+                "en": "%(candidate)s: phase 1 did not test the context length (the workload's p95 is %(target)s "
+                      "tokens).",
+                "fr": "%(candidate)s : la phase 1 n’a pas testé la longueur de contexte (le p95 de la charge de "
+                      "travail est de %(target)s tokens).",
+                "id": "%(candidate)s: tahap 1 tidak menguji panjang konteks (p95 beban kerja adalah %(target)s "
+                      "token).",
+            },
+            "context_below_target": {
+                "en": "%(candidate)s: phase 1 tested %(tested)s tokens of context, below the workload's p95 of "
+                      "%(target)s.",
+                "fr": "%(candidate)s : la phase 1 a testé %(tested)s tokens de contexte, en dessous du p95 de la "
+                      "charge de travail (%(target)s).",
+                "id": "%(candidate)s: tahap 1 menguji konteks %(tested)s token, di bawah p95 beban kerja sebesar "
+                      "%(target)s.",
+            },
+            "concurrency_untested": {
+                "en": "%(candidate)s: phase 1 did not test concurrency (the workload's peak is %(target)s "
+                      "concurrent requests).",
+                "fr": "%(candidate)s : la phase 1 n’a pas testé la concurrence (la pointe de la charge de travail "
+                      "est de %(target)s requêtes simultanées).",
+                "id": "%(candidate)s: tahap 1 tidak menguji konkurensi (puncak beban kerja adalah %(target)s "
+                      "permintaan bersamaan).",
+            },
+            "concurrency_below_target": {
+                "en": "%(candidate)s: phase 1 tested %(tested)s concurrent requests, below the workload's peak of "
+                      "%(target)s.",
+                "fr": "%(candidate)s : la phase 1 a testé %(tested)s requêtes simultanées, en dessous de la "
+                      "pointe de la charge de travail (%(target)s).",
+                "id": "%(candidate)s: tahap 1 menguji %(tested)s permintaan bersamaan, di bawah puncak beban "
+                      "kerja sebesar %(target)s.",
+            },
+        },
+        check=check_memory_fit_yes_no,
+    ),
+    Rule(
+        code="interconnect_ignored",
+        number=3,
+        title={
+            "en": "Ignoring interconnect",
+            "fr": "Ignorer l’interconnexion",
+            "id": "Mengabaikan interconnect",
+        },
+        explanation={
+            "en": "For multi-GPU and multi-node jobs, topology is part of the GPU. A cheaper GPU pool with weak "
+                  "placement can lose to a more expensive but coherent cluster.",
+            "fr": "Pour les tâches multi-GPU et multi-nœuds, la topologie fait partie du GPU. Un pool de GPU moins "
+                  "cher avec un placement faible peut être dépassé par un cluster plus coûteux mais cohérent.",
+            "id": "Untuk tugas multi-GPU dan multi-node, topologi adalah bagian dari GPU. Pool GPU yang lebih murah "
+                  "dengan penempatan yang lemah dapat kalah dari klaster yang lebih mahal tetapi terkoordinasi.",
+        },
+        reasons={
+            "multi_gpu": {
+                "en": "%(candidate)s runs one job across %(gpus)s GPUs with no interconnect data and no "
+                      "interconnect test.",
+                "fr": "%(candidate)s exécute une tâche sur %(gpus)s GPU sans données ni test d’interconnexion.",
+                "id": "%(candidate)s menjalankan satu tugas di %(gpus)s GPU tanpa data interconnect dan tanpa uji "
+                      "interconnect.",
+            },
+            "multi_node": {
+                "en": "%(candidate)s runs one job across %(nodes)s nodes with no interconnect data and no "
+                      "interconnect test.",
+                "fr": "%(candidate)s exécute une tâche sur %(nodes)s nœuds sans données ni test "
+                      "d’interconnexion.",
+                "id": "%(candidate)s menjalankan satu tugas di %(nodes)s node tanpa data interconnect dan tanpa "
+                      "uji interconnect.",
+            },
+        },
+        check=check_interconnect_ignored,
+    ),
+    Rule(
+        code="generated_not_accepted",
+        number=4,
+        title={
+            "en": "Benchmarking generated outputs instead of accepted outputs",
+            "fr": "Benchmarker les sorties générées au lieu des sorties acceptées",
+            "id": "Melakukan benchmark berdasarkan output yang dihasilkan, bukan output yang diterima",
+        },
+        explanation={
+            "en": "AI workloads include quality filters, safety filters, retries, failed generations, failed "
+                  "patches and failed evals. Measure the cost per accepted output.",
+            "fr": "Les charges de travail IA comportent des filtres de qualité, des filtres de sécurité, des "
+                  "reprises, des générations échouées, des correctifs échoués et des évaluations échouées. Mesurez "
+                  "le coût des sorties acceptées.",
+            "id": "Beban kerja AI mencakup filter kualitas, filter keamanan, percobaan ulang, generasi yang gagal, "
+                  "patch yang gagal, dan eval yang gagal. Ukur biaya per output yang diterima.",
+        },
+        reasons={
+            "no_acceptance_criteria": {
+                "en": "The workload states no acceptance criteria: the benchmarks can count generated outputs "
+                      "only, not accepted ones.",
+                "fr": "La charge de travail n’indique aucun critère d’acceptation : les benchmarks ne peuvent "
+                      "compter que les sorties générées, pas les sorties acceptées.",
+                "id": "Beban kerja tidak menyatakan kriteria penerimaan: benchmark hanya dapat menghitung output "
+                      "yang dihasilkan, bukan output yang diterima.",
+            },
+        },
+        check=check_generated_not_accepted,
+    ),
+    Rule(
+        code="no_platform_ownership",
+        number=5,
+        title={
+            "en": "Forgetting platform ownership",
+            "fr": "Oublier la responsabilité de la plateforme",
+            "id": "Melupakan tanggung jawab platform",
+        },
+        explanation={
+            "en": "Someone must own drivers, CUDA, containers, model servers, autoscaling, quotas, logging, "
+                  "alerts, incidents and spend reporting. If no such team exists, price it in.",
+            "fr": "Quelqu’un doit gérer les pilotes, CUDA, les conteneurs, les serveurs de modèles, "
+                  "l’autoscaling, les quotas, la journalisation, les alertes, les incidents et les rapports de "
+                  "dépenses. Si cette équipe n’existe pas, prenez-la en compte.",
+            "id": "Seseorang harus memelihara driver, CUDA, container, server model, autoscaling, kuota, logging, "
+                  "peringatan, insiden, dan pelaporan pengeluaran. Jika tim seperti itu tidak ada, perhitungkan "
+                  "hal tersebut.",
+        },
+        reasons={
+            "zero_platform_labor": {
+                "en": "%(candidate)s runs on GPUs you operate, yet carries no platform labor.",
+                "fr": "%(candidate)s tourne sur des GPU que vous exploitez, mais ne compte aucun travail de "
+                      "plateforme.",
+                "id": "%(candidate)s berjalan di GPU yang Anda operasikan, tetapi tidak mencantumkan upaya kerja "
+                      "platform.",
+            },
+        },
+        check=check_no_platform_ownership,
+    ),
+    Rule(
+        code="bought_for_todays_model",
+        number=6,
+        title={
+            "en": "Buying only for today's model",
+            "fr": "Acheter uniquement pour le modèle d’aujourd’hui",
+            "id": "Membeli hanya untuk model saat ini",
+        },
+        explanation={
+            "en": "Model choices change. Context windows grow. Quantisation improves. Provider availability shifts. "
+                  "Keep the decision record flexible and avoid commitments that assume one model stays dominant.",
+            "fr": "Le choix du modèle change. Les fenêtres de contexte grandissent. La quantification s’améliore. "
+                  "La disponibilité des fournisseurs évolue. Gardez le dossier de décision flexible et évitez les "
+                  "engagements qui supposent qu’un seul modèle restera dominant.",
+            "id": "Pilihan model berubah. Jendela konteks bertambah. Kuantisasi membaik. Ketersediaan provider "
+                  "berubah. Buat dokumen keputusan tetap fleksibel dan hindari komitmen yang mengasumsikan satu "
+                  "model akan tetap dominan.",
+        },
+        reasons={
+            "commitment_outlives_model": {
+                "en": "%(candidate)s commits for %(commitment)s months, longer than the %(life)s months the "
+                      "workload expects its model to last.",
+                "fr": "%(candidate)s engage pour %(commitment)s mois, plus longtemps que les %(life)s mois de "
+                      "durée de vie prévue du modèle de la charge de travail.",
+                "id": "%(candidate)s berkomitmen selama %(commitment)s bulan, lebih lama dari perkiraan masa "
+                      "pakai model beban kerja selama %(life)s bulan.",
+            },
+        },
+        check=check_bought_for_todays_model,
+    ),
+)
+
+RULES_BY_CODE: Mapping[str, Rule] = MappingProxyType({rule.code: rule for rule in RULES})
+
+
+def check_mistakes(situation: Situation) -> tuple[Finding, ...]:
+    """Every finding of the six rules, in the guide's order."""
+    return tuple(finding for rule in RULES for finding in rule.check(situation))

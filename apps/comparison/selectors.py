@@ -1,0 +1,860 @@
+"""The phase-4 comparison of one workload version: every candidate's quoted, measured and estimated inputs turned into
+`normalize()` rows, the six-mistakes check, the sensitivity of the leader and the break-even figures.
+
+Reads only (a selector): `comparison_for(user, summary)` runs a fixed number of SQL queries whatever the number of
+candidates. A bad input never raises out of here: it becomes a `Problem` naming the candidate and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal
+
+from django.core.exceptions import FieldDoesNotExist
+from django.db.models import Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils.translation import get_language
+from django.utils.translation import gettext_lazy as _
+
+from apps.comparison import cost_model, mistakes
+from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
+from apps.quotes import selectors as quote_selectors
+from apps.quotes.comparison_inputs import normalization_inputs
+from apps.quotes.models import (
+    NORMALIZATION_COST_KIND,
+    Candidate,
+    CandidateKind,
+    CommercialModel,
+    CostLine,
+    CostPeriod,
+    PriceVersion,
+)
+from apps.workloads.models import OperatingMode, WorkloadSummary, WorkloadType
+
+D = Decimal
+ZERO = D(0)
+PERIOD_HOURS = cost_model.HOURS_PER_MONTH
+
+MODE_OF_WORKLOAD = {
+    WorkloadType.REALTIME_INFERENCE: cost_model.Mode.REALTIME,
+    WorkloadType.EMBEDDING: cost_model.Mode.REALTIME,
+    WorkloadType.BATCH_INFERENCE: cost_model.Mode.BATCH,
+    WorkloadType.EVALUATION: cost_model.Mode.BATCH,
+    WorkloadType.NOTEBOOK: cost_model.Mode.BATCH,
+    WorkloadType.IMAGE_GENERATION: cost_model.Mode.MEDIA,
+    WorkloadType.VIDEO_GENERATION: cost_model.Mode.MEDIA,
+    WorkloadType.TRAINING: cost_model.Mode.TRAINING,
+    WorkloadType.FULL_FINE_TUNING: cost_model.Mode.TRAINING,
+    WorkloadType.LORA_FINE_TUNING: cost_model.Mode.TRAINING,
+}
+
+#: The workload summary field behind each input of the demand (a problem names the field the user can fix).
+DEMAND_FIELDS = {
+    "accepted_outputs": "demand_per_month",
+    "peak_rate": "arrival_rate_peak",
+    "operating_hours": "hours_per_day",
+    "quality_acceptance": "quality_acceptance_rate",
+    "p95_latency_target_ms": "p95_e2e_ms",
+    "mode": "workload_type",
+    "runs_per_period": "days_per_month",
+}
+
+#: Phase-4 inputs that become fields of cost_model.CandidateInput (the rest feed the notes, charts and mistakes).
+NORMALIZE_FIELDS = {
+    FigureMetric.CAPACITY_AT_SLO: "capacity_at_slo_per_gpu",
+    FigureMetric.RETRY_RATE: "retry_rate",
+    FigureMetric.FAILURE_RATE: "failure_rate",
+    FigureMetric.P95_LATENCY_MS: "p95_latency_ms",
+    FigureMetric.MEMORY_MARGIN: "memory_margin",
+    FigureMetric.HEADROOM: "headroom",
+    FigureMetric.GPUS_PER_REPLICA: "gpus_per_replica",
+}
+#: Inputs that only a fleet of GPUs has (an API route is billed per token, not sized).
+FLEET_ONLY_FIELDS = frozenset({"capacity_at_slo_per_gpu", "headroom", "gpus_per_replica", "memory_margin"})
+
+#: How a problem names the field (the pure module speaks in CandidateInput field names).
+FIELD_LABELS = {
+    "unit_price": _("price per hour (quote)"),
+    "price_unit": _("price unit (quote)"),
+    "billing_granularity_hours": _("billing granularity (quote)"),
+    "committed_hours": _("committed hours (quote)"),
+    "overage_price": _("overage price (quote)"),
+    "minimum_commitment": _("minimum commitment (quote)"),
+    "commitment_months": _("term (quote)"),
+    "gpus_per_node": _("GPUs per node (quote)"),
+    "gpus_per_replica": _("GPUs per replica (phase-4 input)"),
+    "capacity_at_slo_per_gpu": _("capacity at the SLO (phase-4 input)"),
+    "headroom": _("sizing headroom (phase-4 input)"),
+    "spot_preemptions_per_hour": _("spot preemptions per GPU-hour (quote)"),
+    "spot_rework_hours": _("rework hours per preemption (candidate)"),
+    "capex_per_node": _("price per node bought (quote)"),
+    "amortisation_months": _("amortisation (quote)"),
+    "power_kw_per_node": _("power draw per node (quote)"),
+    "pue": _("PUE (quote)"),
+    "energy_price_per_kwh": _("energy price (quote)"),
+    "colocation_per_kw_month": _("colocation price (quote)"),
+    "maintenance_per_node_year": _("maintenance price (quote)"),
+    "api_input_price_per_million": _("input token price (quote)"),
+    "api_output_price_per_million": _("output token price (quote)"),
+    "mean_input_tokens": _("mean input tokens (workload summary)"),
+    "mean_output_tokens": _("mean output tokens (workload summary)"),
+    "cost_lines": _("cost lines (quote)"),
+    "retry_rate": _("retry rate"),
+    "failure_rate": _("failure rate (phase-4 input)"),
+    "quality_acceptance": _("quality acceptance"),
+    "p95_latency_ms": _("p95 latency (phase-4 input)"),
+    "memory_margin": _("memory margin (phase-4 input)"),
+    "currency": _("currency (exchange rate)"),
+    "commercial_model": _("commercial model (quote)"),
+    "id": _("candidate"),
+    "label": _("candidate"),
+    "kind": _("candidate kind"),
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A bad or missing input: which candidate (None: the workload version) and which field, and what is wrong."""
+
+    candidate_id: int | None
+    candidate_label: str
+    field: str
+    message: str
+
+    @property
+    def field_label(self) -> str:
+        base = self.field.split("[")[0].split(".")[0]
+        if self.candidate_id is None:
+            try:
+                return str(WorkloadSummary._meta.get_field(base).verbose_name)
+            except FieldDoesNotExist:
+                return self.field
+        label = FIELD_LABELS.get(base)
+        return str(label) if label is not None else self.field
+
+    def to_dict(self) -> dict:
+        return {
+            "candidate_id": self.candidate_id,
+            "candidate": self.candidate_label,
+            "field": self.field,
+            "field_label": self.field_label,
+            "message": self.message,
+        }
+
+
+@dataclass
+class CandidateResult:
+    """One candidate of the comparison: its inputs, its normalised row or the problem that stopped it."""
+
+    candidate: Candidate
+    inputs: dict[str, CandidateFigure]
+    candidate_input: cost_model.CandidateInput | None = None
+    row: cost_model.Row | None = None
+    problem: Problem | None = None
+    warnings: list[str] = field(default_factory=list)
+    predicted_memory_margin: Decimal | None = None
+    facts: mistakes.CandidateFacts | None = None
+    training_run: cost_model.TrainingRun | None = None
+    training_row: cost_model.TrainingRow | None = None
+    training_hourly_price: Decimal | None = None  # per GPU-hour in the reporting currency
+
+    @property
+    def id(self) -> str:
+        return str(self.candidate.pk)
+
+    @property
+    def label(self) -> str:
+        return self.candidate.label
+
+    def value(self, metric: str) -> Decimal | None:
+        item = self.inputs.get(metric)
+        return item.value if item is not None else None
+
+    @property
+    def has_benchmark_evidence(self) -> bool:
+        return any(item.source == FigureSource.MEASURED for item in self.inputs.values())
+
+    @property
+    def is_fleet(self) -> bool:
+        return self.candidate.kind != CandidateKind.API
+
+
+@dataclass(frozen=True)
+class FindingView:
+    finding: mistakes.Finding
+    candidate_label: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: mistakes.Rule
+    title: str
+    explanation: str
+    findings: tuple[FindingView, ...]
+
+    @property
+    def raised(self) -> bool:
+        return bool(self.findings)
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """The three break-even figures, each None when the comparison lacks the candidates it needs."""
+
+    reserve_utilisation: Decimal | None = None
+    reserved_label: str = ""
+    reserved_rate: Decimal | None = None
+    on_demand_label: str = ""
+    on_demand_rate: Decimal | None = None
+    buy_months: Decimal | None = None
+    purchase_label: str = ""
+    rental_label: str = ""
+    capex: Decimal | None = None
+    cloud_monthly: Decimal | None = None
+    owned_monthly_opex: Decimal | None = None
+    buy_never_pays: bool = False
+    api_tokens_per_month: Decimal | None = None
+    api_label: str = ""
+    self_host_label: str = ""
+    self_host_monthly: Decimal | None = None
+    blended_price_per_million: Decimal | None = None
+    workload_tokens_per_month: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What a training workload asks for: one completed run of `token_budget` tokens, checkpointed every
+    `checkpoint_interval_hours`, with `failures_per_gpu_hour` interruptions (from the workload summary)."""
+
+    token_budget: Decimal
+    checkpoint_interval_hours: Decimal
+    failures_per_gpu_hour: Decimal
+    provenance: dict
+
+
+@dataclass
+class Comparison:
+    summary: WorkloadSummary
+    currency: str
+    demand: cost_model.Demand | None
+    demand_problem: Problem | None
+    results: list[CandidateResult]
+    rules: list[RuleResult]
+    chosen_id: str | None
+    exchange_rates: tuple[cost_model.ExchangeRate, ...]
+    focus: CandidateResult | None = None
+    sensitivity: tuple[cost_model.SensitivityBar, ...] = ()
+    sensitivity_problem: str = ""
+    break_even: BreakEven = field(default_factory=BreakEven)
+    training: TrainingPlan | None = None
+
+    @property
+    def is_training(self) -> bool:
+        return self.training is not None or MODE_OF_WORKLOAD.get(self.summary.workload_type) is cost_model.Mode.TRAINING
+
+    @property
+    def rows(self) -> list[CandidateResult]:
+        return [result for result in self.results if result.row is not None]
+
+    @property
+    def training_rows(self) -> list[CandidateResult]:
+        return [result for result in self.results if result.training_row is not None]
+
+    @property
+    def problems(self) -> list[Problem]:
+        found = [self.demand_problem] if self.demand_problem else []
+        return found + [result.problem for result in self.results if result.problem is not None]
+
+    @property
+    def cheapest(self) -> CandidateResult | None:
+        """The lowest cost per accepted output (per completed run for a training workload)."""
+        if self.is_training:
+            rows = self.training_rows
+            return min(rows, key=lambda r: (r.training_row.cost_per_completed_run, r.candidate.pk), default=None)
+        return min(self.rows, key=lambda r: (r.row.effective_unit_cost, r.candidate.pk), default=None)
+
+    @property
+    def lowest_hourly(self) -> CandidateResult | None:
+        if self.is_training:
+            return min(self.training_rows, key=lambda r: (r.training_hourly_price, r.candidate.pk), default=None)
+        priced = [result for result in self.rows if result.row.hourly_price is not None]
+        return min(priced, key=lambda result: (result.row.hourly_price, result.candidate.pk)) if priced else None
+
+    @property
+    def raised_codes(self) -> list[str]:
+        return [rule.rule.code for rule in self.rules if rule.raised]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Queries
+
+
+def summaries_for(user) -> QuerySet[WorkloadSummary]:
+    return WorkloadSummary.objects.for_user(user).select_related("team", "workload", "created_by", "ready_by")
+
+
+def summary_get(user, pk) -> WorkloadSummary:
+    return get_object_or_404(summaries_for(user), pk=pk)
+
+
+def candidates_for_comparison(user, summary: WorkloadSummary) -> QuerySet[Candidate]:
+    """The version's candidates with everything the comparison reads, prefetched (a fixed number of queries)."""
+    return (
+        Candidate.objects.for_user(user)
+        .filter(workload_summary=summary)
+        .select_related("quote__vendor", "quote__gpu", "team")
+        .prefetch_related(
+            Prefetch("quote__price_versions", queryset=PriceVersion.objects.order_by("component", "-number")),
+            Prefetch(
+                "quote__cost_lines",
+                queryset=CostLine.objects.current().select_related("estimated_by"),
+                to_attr="current_cost_lines",
+            ),
+            Prefetch("figures", queryset=CandidateFigure.objects.select_related("entered_by")),
+        )
+        .order_by("label", "pk")
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# From the models to the pure inputs
+
+
+def _summary_provenance(summary: WorkloadSummary, what: str) -> cost_model.Provenance:
+    author = summary.ready_by or summary.created_by
+    by = author.get_username() if author else summary.team.name
+    return cost_model.Provenance.estimated(by, f"workload summary “{summary.name}” v{summary.version}: {what}")
+
+
+def operating_hours(summary: WorkloadSummary) -> Decimal | None:
+    """Always-on runs the whole 730-hour month; anything else runs hours per day × days per month (at most 730)."""
+    if summary.operating_mode == OperatingMode.ALWAYS_ON:
+        return PERIOD_HOURS
+    hours = summary.operating_hours_per_month
+    return None if hours is None else min(D(hours), PERIOD_HOURS)
+
+
+def demand_from_summary(summary: WorkloadSummary) -> cost_model.Demand:
+    """The demand of one 730-hour month as the workload summary states it; NormalizationError names the field."""
+
+    def missing(name: str, message: str) -> cost_model.NormalizationError:
+        return cost_model.NormalizationError(None, DEMAND_FIELDS.get(name, name), message)
+
+    mode = MODE_OF_WORKLOAD.get(summary.workload_type)
+    if mode is None:
+        raise missing("mode", "the workload type is not set")
+    if mode is cost_model.Mode.TRAINING:
+        raise missing("mode", "a training workload is compared per completed run, not per accepted output")
+    if summary.demand_per_month is None:
+        raise missing("accepted_outputs", "the workload states no demand per month")
+    hours = operating_hours(summary)
+    if hours is None:
+        raise missing("operating_hours", "the workload states no operating hours per day and days per month")
+    peak = summary.arrival_rate_peak
+    if peak is None and mode is cost_model.Mode.REALTIME:
+        raise missing("peak_rate", "a real-time workload needs its peak arrival rate")
+    runs = 1
+    if summary.operating_mode == OperatingMode.SCHEDULED_BATCH and summary.days_per_month:
+        runs = int(D(summary.days_per_month).to_integral_value(rounding=ROUND_CEILING))
+    acceptance = summary.quality_acceptance_rate
+    provenance = {
+        "accepted_outputs": _summary_provenance(summary, "demand per month"),
+        "operating_hours": _summary_provenance(summary, "operating hours"),
+    }
+    if peak is not None:
+        provenance["peak_rate"] = _summary_provenance(summary, "peak arrival rate")
+    if acceptance is not None:
+        provenance["quality_acceptance"] = _summary_provenance(summary, "quality acceptance")
+    if summary.p95_e2e_ms is not None:
+        provenance["p95_latency_target_ms"] = _summary_provenance(summary, "p95 end-to-end latency target")
+    try:
+        return cost_model.Demand(
+            accepted_outputs=D(summary.demand_per_month),
+            period_hours=PERIOD_HOURS,
+            peak_rate=D(peak) if peak is not None else ZERO,
+            operating_hours=hours,
+            mode=mode,
+            quality_acceptance=D(acceptance) if acceptance is not None else D(1),
+            runs_per_period=runs,
+            p95_latency_target_ms=D(summary.p95_e2e_ms) if summary.p95_e2e_ms is not None else None,
+            output_unit=summary.unit_of_success or "output",
+            provenance=provenance,
+        )
+    except cost_model.NormalizationError as error:
+        raise missing(error.field, error.message) from None
+
+
+def input_provenance(item: CandidateFigure) -> cost_model.Provenance:
+    if item.source == FigureSource.ESTIMATED:
+        return cost_model.Provenance.estimated(item.estimated_by, item.estimate_reason)
+    return cost_model.Provenance(cost_model.ProvenanceKind(item.source), reference=item.reference)
+
+
+def _provenance_from(data: dict) -> cost_model.Provenance:
+    return cost_model.Provenance(
+        cost_model.ProvenanceKind(data["kind"]), reference=data.get("reference", ""), by=data.get("by", ""),
+        why=data.get("why", ""),
+    )
+
+
+def candidate_input_for(
+    candidate: Candidate, summary: WorkloadSummary, inputs: dict[str, CandidateFigure]
+) -> tuple[cost_model.CandidateInput, list[str]]:
+    """The pure input of one candidate: the quote side (apps.quotes.comparison_inputs), the phase-4 inputs and, for an
+    API route, the workload's mean tokens. Raises NormalizationError naming the field."""
+    cid = str(candidate.pk)
+    quoted = normalization_inputs(candidate)
+    values = dict(quoted.values)
+    provenance: dict[str, cost_model.Provenance] = {}
+    for name, data in quoted.provenance.items():
+        try:
+            provenance[name] = _provenance_from(data)
+        except ValueError as error:
+            raise cost_model.NormalizationError(cid, name, f"its source is missing ({error})") from None
+    is_api = candidate.kind == CandidateKind.API
+    for metric, name in NORMALIZE_FIELDS.items():
+        item = inputs.get(metric)
+        if item is None or (is_api and name in FLEET_ONLY_FIELDS):
+            continue
+        if name == "gpus_per_replica":
+            values[name] = int(item.value)  # a whole number of GPUs: sizing structure, not a priced input
+            continue
+        values[name] = item.value
+        try:
+            provenance[name] = input_provenance(item)
+        except ValueError as error:
+            raise cost_model.NormalizationError(cid, name, f"its source is incomplete ({error})") from None
+    if is_api:
+        for name in ("mean_input_tokens", "mean_output_tokens"):
+            tokens = getattr(summary, name)
+            if tokens is not None:
+                values[name] = D(tokens)
+                provenance[name] = _summary_provenance(summary, name.replace("_", " "))
+    lines = []
+    for index, line in enumerate(quoted.cost_lines):
+        try:
+            line_provenance = _provenance_from(line["provenance"])
+        except ValueError as error:
+            raise cost_model.NormalizationError(cid, f"cost_lines[{index}].provenance", str(error)) from None
+        lines.append(
+            cost_model.CostLine(
+                kind=line["kind"], unit_price=line["unit_price"], provenance=line_provenance,
+                quantity=line["quantity"], unit=line["unit"], label=line["label"],
+            )
+        )
+    if not values.get("currency"):
+        raise cost_model.NormalizationError(cid, "currency", "the quote has no currency")
+    # The provenance of a price that is not set (a quote without a minimum commitment) is not an input.
+    provenance = {name: item for name, item in provenance.items() if values.get(name) is not None}
+    return cost_model.CandidateInput(**values, cost_lines=tuple(lines), provenance=provenance), list(quoted.problems)
+
+
+TRAINING_FIELDS = {
+    "token_budget": "tokens_to_train",
+    "checkpoint_interval_hours": "checkpoint_interval_minutes",
+    "failures_per_gpu_hour": "expected_failures_per_1000_gpu_hours",
+}
+
+
+def training_plan_from_summary(summary: WorkloadSummary) -> TrainingPlan:
+    """The run a training workload asks for; NormalizationError names the workload summary's field."""
+    if not summary.tokens_to_train:
+        raise cost_model.NormalizationError(None, "tokens_to_train", "the workload states no token budget")
+    if not summary.checkpoint_interval_minutes:
+        raise cost_model.NormalizationError(None, "checkpoint_interval_minutes",
+                                           "the workload states no checkpoint interval")
+    failures = summary.expected_failures_per_1000_gpu_hours
+    provenance = {
+        "token_budget": _summary_provenance(summary, "tokens to train"),
+        "checkpoint_interval_hours": _summary_provenance(summary, "checkpoint interval"),
+    }
+    if failures:
+        author = summary.ready_by or summary.created_by
+        provenance["failures_per_gpu_hour"] = cost_model.Provenance.estimated(
+            author.get_username() if author else summary.team.name,
+            summary.failure_rate_source or f"workload summary “{summary.name}” v{summary.version}: failure rate",
+        )
+    return TrainingPlan(
+        token_budget=D(summary.tokens_to_train),
+        checkpoint_interval_hours=D(summary.checkpoint_interval_minutes) / 60,
+        failures_per_gpu_hour=D(failures or 0) / 1000,
+        provenance=provenance,
+    )
+
+
+TRAINING_INPUTS = {
+    FigureMetric.TRAINING_THROUGHPUT: "throughput_tokens_per_second",
+    FigureMetric.CHECKPOINT_WRITE_HOURS: "checkpoint_write_hours",
+    FigureMetric.RESTART_HOURS: "restart_hours",
+}
+
+
+def training_run_for(
+    candidate: Candidate, plan: TrainingPlan, inputs: dict[str, CandidateFigure]
+) -> tuple[cost_model.TrainingRun, list[str]]:
+    """One completed run on the candidate's quoted cluster (all its GPUs) at its price per GPU-hour, with the
+    measured cluster throughput and the per-run cost lines. Raises NormalizationError naming the field."""
+    cid = str(candidate.pk)
+    quote = candidate.quote
+    if quote.billing_model not in ("on_demand", "spot", "reserved"):
+        raise cost_model.NormalizationError(
+            cid, "commercial_model", "a training run is priced per GPU-hour: compare GPU rentals for it"
+        )
+    quoted = normalization_inputs(candidate)
+    values = quoted.values
+    if values.get("unit_price") is None:
+        raise cost_model.NormalizationError(cid, "unit_price", "the quote has no price per hour")
+    price = values["unit_price"]
+    if values.get("price_unit") == cost_model.PriceUnit.NODE_HOUR:
+        price = price / quote.gpus_per_node
+    provenance = {
+        "price_per_gpu_hour": _provenance_from(quoted.provenance["unit_price"]),
+        "token_budget": plan.provenance["token_budget"],
+        "checkpoint_interval_hours": plan.provenance["checkpoint_interval_hours"],
+    }
+    if "failures_per_gpu_hour" in plan.provenance:
+        provenance["failures_per_gpu_hour"] = plan.provenance["failures_per_gpu_hour"]
+    measured = {}
+    for metric, name in TRAINING_INPUTS.items():
+        item = inputs.get(metric)
+        if item is not None:
+            measured[name] = item.value
+            provenance[name] = input_provenance(item)
+    if "throughput_tokens_per_second" not in measured:
+        raise cost_model.NormalizationError(
+            cid, "throughput_tokens_per_second", "the cluster's training throughput is not measured yet"
+        )
+    currency = values["currency"]
+    lines, warnings = [], []
+    for line in quote_selectors.candidate_cost_lines(candidate):
+        if line.period != CostPeriod.RUN:
+            warnings.append(f"cost line {line.pk} is per month: a per-run cost leaves it out")
+            continue
+        if line.currency != currency:
+            raise cost_model.NormalizationError(cid, "cost_lines", f"cost line {line.pk} is in {line.currency}")
+        if line.is_estimate:
+            by = line.estimated_by.get_username() if line.estimated_by else ""
+            source = cost_model.Provenance.estimated(by, line.estimate_reason)
+        else:
+            source = cost_model.Provenance.quoted(f"cost-line:{line.pk}")
+        lines.append(cost_model.CostLine(
+            kind=NORMALIZATION_COST_KIND[line.kind], unit_price=line.rate, provenance=source,
+            quantity=line.quantity, unit=line.unit, label=line.description or str(line.get_kind_display()),
+        ))
+    run = cost_model.TrainingRun(
+        id=cid, label=candidate.label, gpus=quote.gpus_quoted, price_per_gpu_hour=price,
+        token_budget=plan.token_budget, checkpoint_interval_hours=plan.checkpoint_interval_hours,
+        failures_per_gpu_hour=plan.failures_per_gpu_hour, currency=currency, cost_lines=tuple(lines),
+        provenance=provenance, **measured,
+    )
+    return run, warnings
+
+
+def exchange_rates_for(team, currencies: Iterable[str]) -> tuple[cost_model.ExchangeRate, ...]:
+    """The team's newest rate into its reporting currency for each currency (none: normalize() names the gap)."""
+    book = quote_selectors.RateBook(team)
+    rates = []
+    for currency in sorted(set(currencies) - {team.reporting_currency}):
+        rate = book.rate(currency, team.reporting_currency)
+        if rate is not None:
+            rates.append(
+                cost_model.ExchangeRate(currency, rate.rate, cost_model.Provenance.quoted(f"exchange-rate:{rate.pk}"))
+            )
+    return tuple(rates)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evidence for the six mistakes and the memory chart
+
+
+def _count(result: CandidateResult, metric: str) -> int | None:
+    value = result.value(metric)
+    return int(value) if value is not None else None
+
+
+def commitment_months(candidate: Candidate) -> Decimal | None:
+    """The reservation term or the purchase's amortisation; None for pay-as-you-go and API routes."""
+    quote = candidate.quote
+    if quote.commercial_model == CommercialModel.PURCHASE:
+        return D(quote.amortisation_months) if quote.amortisation_months else None
+    if quote.billing_model == "reserved" or quote.commercial_model == CommercialModel.RESERVED:
+        return D(quote.term_months) if quote.term_months else None
+    if quote.commercial_model in (CommercialModel.DEDICATED_CLUSTER, CommercialModel.PRIVATE_CLOUD):
+        return D(quote.term_months) if quote.term_months else None
+    return None
+
+
+def candidate_facts(result: CandidateResult) -> mistakes.CandidateFacts:
+    candidate = result.candidate
+    quote = candidate.quote
+    # A training run spans the whole quoted cluster; a serving replica spans the GPUs the inputs say (default 1).
+    default_gpus = quote.gpus_quoted if result.training_run is not None else 1
+    gpus_per_job = _count(result, FigureMetric.GPUS_PER_REPLICA) or default_gpus
+    nodes_per_job = _count(result, FigureMetric.NODES_PER_REPLICA) or -(-gpus_per_job // max(quote.gpus_per_node, 1))
+    interconnect = quote.interconnect_inter_node if nodes_per_job > 1 else quote.interconnect_intra_node
+    evidence = {
+        "has_benchmark_evidence": result.has_benchmark_evidence,
+        "tested_context_tokens": _count(result, FigureMetric.TESTED_CONTEXT_TOKENS),
+        "tested_concurrency": _count(result, FigureMetric.TESTED_CONCURRENCY),
+        "gpus_per_job": gpus_per_job,
+        "nodes_per_job": nodes_per_job,
+        "has_interconnect_data": bool(interconnect.strip()),
+        "has_interconnect_test": FigureMetric.INTERCONNECT_BUS_BANDWIDTH_GBPS in result.inputs,
+        "commitment_months": commitment_months(candidate),
+    }
+    if result.row is not None:
+        return mistakes.CandidateFacts.from_row(result.row, **evidence)
+    if result.training_row is not None:
+        return mistakes.CandidateFacts(
+            id=result.id, label=result.label, kind=str(candidate.kind), hourly_price=result.training_hourly_price,
+            effective_unit_cost=result.training_row.cost_per_completed_run,
+            platform_labor=result.training_row.platform_labor, **evidence,
+        )
+    # A candidate stopped by a bad input still counts for the checks that need no cost.
+    labor = sum(
+        (line.amount for line in quote_selectors.candidate_cost_lines(candidate) if line.kind == "platform_labor"),
+        ZERO,
+    )
+    return mistakes.CandidateFacts(
+        id=result.id, label=result.label, kind=str(candidate.kind), platform_labor=labor, **evidence
+    )
+
+
+def workload_facts(summary: WorkloadSummary) -> mistakes.WorkloadFacts:
+    return mistakes.WorkloadFacts(
+        p95_context_tokens=summary.p95_context_tokens,
+        peak_concurrency=summary.peak_concurrency,
+        has_acceptance_criteria=summary.has_acceptance_criteria,
+        model_expected_life_months=summary.model_expected_life_months,
+    )
+
+
+def rule_results(situation: mistakes.Situation, labels: dict[str, str], language: str) -> list[RuleResult]:
+    """The six rules in the guide's order, each with its findings, in the active language."""
+    results = []
+    for rule in mistakes.RULES:
+        findings = tuple(
+            FindingView(finding, labels.get(finding.candidate_id or "", ""), finding.message(language))
+            for finding in rule.check(situation)
+        )
+        results.append(
+            RuleResult(rule, mistakes_text(rule.title, language), mistakes_text(rule.explanation, language), findings)
+        )
+    return results
+
+
+def mistakes_text(texts, language: str) -> str:
+    return texts[mistakes._language(language)]
+
+
+def predicted_memory_margins(summary: WorkloadSummary, results: list[CandidateResult]) -> None:
+    """The memory estimator's margin on each self-hosted candidate's GPU: 1 − need per GPU ÷ usable memory."""
+    from apps.workloads import estimates
+    from apps.workloads.memory import ShapeError
+    from apps.workloads.selectors import catalog_gpus
+
+    fleet = [result for result in results if result.is_fleet and result.candidate.quote.gpu_id]
+    if not fleet:
+        return
+    plan, _error = estimates.safe_plan(summary)
+    if plan is None:
+        return
+    try:
+        breakdown = plan.breakdown()
+    except ShapeError:
+        return
+    gpu_ids = {result.candidate.quote.gpu_id for result in fleet}
+    capacities = {item.gpu.pk: item.capacity.capacity for item in catalog_gpus(gpu_ids)}
+    for result in fleet:
+        capacity = capacities.get(result.candidate.quote.gpu_id)
+        if capacity is None or capacity.total_bytes <= 0:
+            continue
+        margin = D(capacity.total_bytes - breakdown.total_bytes) / D(capacity.total_bytes)
+        result.predicted_memory_margin = cost_model.significant(margin, 6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Break-even
+
+
+def break_even(comparison: Comparison) -> BreakEven:
+    rows = comparison.rows
+    values: dict = {}
+
+    def cheapest(results):
+        return min(results, key=lambda result: (result.row.effective_unit_cost, result.candidate.pk), default=None)
+
+    reserved = [r for r in rows if r.row.commercial_model is cost_model.CommercialModel.RESERVED and r.row.gpus]
+    on_demand = [r for r in rows if r.row.commercial_model is cost_model.CommercialModel.ON_DEMAND
+                 and r.row.hourly_price]
+    if reserved and on_demand:
+        chosen_reserved = cheapest(reserved)
+        chosen_on_demand = cheapest(on_demand)
+        row = chosen_reserved.row
+        rate = row.gpu_cost / (row.gpus * row.billed_hours_per_gpu)
+        values.update(
+            reserve_utilisation=cost_model.reserve_vs_on_demand_utilisation(rate, chosen_on_demand.row.hourly_price),
+            reserved_label=chosen_reserved.label, reserved_rate=rate,
+            on_demand_label=chosen_on_demand.label, on_demand_rate=chosen_on_demand.row.hourly_price,
+        )
+    months = comparison.demand.period_hours / PERIOD_HOURS if comparison.demand else D(1)
+    purchases = [r for r in rows if r.row.commercial_model is cost_model.CommercialModel.PURCHASE]
+    rentals = [r for r in rows if r.row.kind is cost_model.CandidateKind.GPU]
+    if purchases and rentals:
+        bought = cheapest(purchases)
+        rented = cheapest(rentals)
+        parts = bought.row.gpu_cost_parts
+        rate = _rate_of(comparison, bought.candidate_input.currency)
+        capex = bought.row.nodes * bought.candidate_input.capex_per_node * rate
+        owned_opex = (bought.row.total_cost - parts.get("amortised_capex", ZERO)) / months
+        cloud = rented.row.total_cost / months
+        result = cost_model.buy_vs_rent_months(capex, cloud, owned_opex)
+        values.update(
+            buy_months=result, buy_never_pays=result is None, purchase_label=bought.label, rental_label=rented.label,
+            capex=capex, cloud_monthly=cloud, owned_monthly_opex=owned_opex,
+        )
+    apis = [r for r in rows if r.row.kind is cost_model.CandidateKind.API]
+    self_hosted = [r for r in rows if r.row.kind is not cost_model.CandidateKind.API]
+    if apis and self_hosted:
+        api = cheapest(apis)
+        hosted = cheapest(self_hosted)
+        given = api.candidate_input
+        rate = _rate_of(comparison, given.currency)
+        blended = cost_model.blended_api_price_per_million(
+            given.api_input_price_per_million * rate, given.api_output_price_per_million * rate,
+            given.mean_input_tokens, given.mean_output_tokens,
+        )
+        monthly = hosted.row.total_cost / months
+        if blended > 0:
+            values.update(
+                api_tokens_per_month=cost_model.api_vs_self_host_tokens_per_month(monthly, blended),
+                api_label=api.label, self_host_label=hosted.label, self_host_monthly=monthly,
+                blended_price_per_million=blended,
+                workload_tokens_per_month=api.row.generated_outputs
+                * (given.mean_input_tokens + given.mean_output_tokens) / months,
+            )
+    return BreakEven(**values)
+
+
+def _rate_of(comparison: Comparison, currency: str) -> Decimal:
+    if currency == comparison.currency:
+        return D(1)
+    for rate in comparison.exchange_rates:
+        if rate.currency == currency:
+            return rate.rate
+    raise cost_model.NormalizationError(None, "currency", f"no exchange rate from {currency}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The comparison
+
+
+def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | None = None,
+                   focus_id: str | int | None = None) -> Comparison:
+    """Everything the comparison page, its exports and the API show about one workload version.
+
+    `chosen_id` (a candidate id) asks the six-mistakes check about that choice (a decision record passes its own);
+    `focus_id` picks the candidate of the sensitivity chart (default: the chosen one, else the cheapest).
+    """
+    language = get_language() or "en"
+    currency = summary.team.reporting_currency
+    candidates = list(candidates_for_comparison(user, summary))
+    results = [
+        CandidateResult(candidate, {item.metric: item for item in candidate.figures.all()})
+        for candidate in candidates
+    ]
+    demand = demand_problem = training = None
+    if MODE_OF_WORKLOAD.get(summary.workload_type) is cost_model.Mode.TRAINING:
+        try:
+            training = training_plan_from_summary(summary)
+        except cost_model.NormalizationError as error:
+            demand_problem = Problem(None, str(summary), error.field, error.message)
+        rates = _training_rows(summary, training, results, currency) if training else ()
+    else:
+        try:
+            demand = demand_from_summary(summary)
+        except cost_model.NormalizationError as error:
+            demand_problem = Problem(None, str(summary), error.field, error.message)
+        rates = _inference_rows(summary, demand, results, currency)
+    predicted_memory_margins(summary, results)
+
+    for result in results:
+        result.facts = candidate_facts(result)
+    ids = {result.id for result in results}
+    chosen = str(chosen_id) if chosen_id is not None and str(chosen_id) in ids else None
+    situation = mistakes.Situation(workload_facts(summary), tuple(r.facts for r in results), chosen_id=chosen)
+    labels = {result.id: result.label for result in results}
+    comparison = Comparison(
+        summary=summary, currency=currency, demand=demand, demand_problem=demand_problem, results=results,
+        rules=rule_results(situation, labels, language), chosen_id=chosen, exchange_rates=rates, training=training,
+    )
+    if demand is None:
+        comparison.focus = comparison.cheapest
+        return comparison
+    by_id = {result.id: result for result in comparison.rows}
+    focus = by_id.get(str(focus_id)) if focus_id is not None else None
+    comparison.focus = focus or by_id.get(chosen or "") or comparison.cheapest
+    if comparison.focus is not None:
+        try:
+            comparison.sensitivity = cost_model.sensitivity(
+                demand, comparison.focus.candidate_input, currency=currency, exchange_rates=rates
+            )
+        except cost_model.NormalizationError as error:
+            comparison.sensitivity_problem = str(error)
+    try:
+        comparison.break_even = break_even(comparison)
+    except cost_model.NormalizationError:
+        comparison.break_even = BreakEven()
+    return comparison
+
+
+def _inference_rows(summary, demand, results: list[CandidateResult], currency: str):
+    """Each candidate's pure input and normalised row (or its problem); returns the exchange rates used."""
+    currencies = set()
+    for result in results:
+        try:
+            result.candidate_input, result.warnings = candidate_input_for(result.candidate, summary, result.inputs)
+        except cost_model.NormalizationError as error:
+            result.problem = Problem(result.candidate.pk, result.label, error.field, error.message)
+        else:
+            currencies.add(result.candidate_input.currency)
+    rates = exchange_rates_for(summary.team, currencies)
+    if demand is None:
+        return rates
+    for result in results:
+        if result.candidate_input is None:
+            continue
+        try:
+            (result.row,) = cost_model.normalize(demand, [result.candidate_input], currency=currency,
+                                                exchange_rates=rates)
+        except cost_model.NormalizationError as error:
+            result.problem = Problem(result.candidate.pk, result.label, error.field, error.message)
+    return rates
+
+
+def _training_rows(summary, plan: TrainingPlan, results: list[CandidateResult], currency: str):
+    """Each candidate's cost per completed run (or its problem); returns the exchange rates used."""
+    currencies = set()
+    for result in results:
+        try:
+            result.training_run, result.warnings = training_run_for(result.candidate, plan, result.inputs)
+        except cost_model.NormalizationError as error:
+            result.problem = Problem(result.candidate.pk, result.label, error.field, error.message)
+        else:
+            currencies.add(result.training_run.currency)
+    rates = exchange_rates_for(summary.team, currencies)
+    by_currency = {rate.currency: rate.rate for rate in rates}
+    for result in results:
+        run = result.training_run
+        if run is None:
+            continue
+        try:
+            result.training_row = cost_model.training_run_cost(run, currency=currency, exchange_rates=rates)
+        except cost_model.NormalizationError as error:
+            result.problem = Problem(result.candidate.pk, result.label, error.field, error.message)
+        else:
+            rate = D(1) if run.currency == currency else by_currency[run.currency]
+            result.training_hourly_price = run.price_per_gpu_hour * rate
+    return rates

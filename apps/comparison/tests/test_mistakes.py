@@ -1,0 +1,252 @@
+"""The six common mistakes: each raised by a case built to trigger it and by no clean case; texts in 3 languages."""
+
+import dataclasses
+import re
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from apps.comparison.cost_model import normalize
+from apps.comparison.mistakes import (
+    LANGUAGES,
+    RULES,
+    RULES_BY_CODE,
+    CandidateFacts,
+    Situation,
+    WorkloadFacts,
+    check_mistakes,
+)
+from apps.comparison.tests.worked_example import candidate_a, candidate_b, candidate_c, realtime_demand
+
+D = Decimal
+
+
+def clean_workload(**changes):
+    workload = WorkloadFacts(p95_context_tokens=8192, peak_concurrency=64, has_acceptance_criteria=True,
+                             model_expected_life_months=D(18))
+    return dataclasses.replace(workload, **changes)
+
+
+def clean_gpu(**changes):
+    candidate = CandidateFacts(
+        id="B", label="Provider B H200", kind="gpu", hourly_price=D("3.50"), effective_unit_cost=D("0.000354055"),
+        platform_labor=D("1800.00"), has_benchmark_evidence=True, tested_context_tokens=8192, tested_concurrency=96,
+        gpus_per_job=1, nodes_per_job=1, commitment_months=D(12),
+    )
+    return dataclasses.replace(candidate, **changes)
+
+
+def clean_api(**changes):
+    candidate = CandidateFacts(id="C", label="Model/API route", kind="api", effective_unit_cost=D("0.0008325"),
+                               platform_labor=D("180.00"), has_benchmark_evidence=True)
+    return dataclasses.replace(candidate, **changes)
+
+
+def clean_situation(**changes):
+    situation = Situation(workload=clean_workload(), candidates=(clean_gpu(), clean_api()), chosen_id="B")
+    return dataclasses.replace(situation, **changes)
+
+
+def codes(situation):
+    return {finding.code for finding in check_mistakes(situation)}
+
+
+def test_a_clean_comparison_raises_no_mistake():
+    assert check_mistakes(clean_situation()) == ()
+    assert check_mistakes(clean_situation(chosen_id=None)) == ()
+
+
+# Each case changes one thing of the clean situation and must raise exactly its own rule.
+TRIGGERS = {
+    "chose_by_hourly_rate": lambda: clean_situation(candidates=(
+        clean_gpu(),
+        clean_gpu(id="A", label="Provider A H100", hourly_price=D("3.00"), effective_unit_cost=D("0.000427785")),
+        clean_api(),
+    ), chosen_id="A"),
+    "memory_fit_yes_no": lambda: clean_situation(candidates=(clean_gpu(tested_context_tokens=4096), clean_api())),
+    "interconnect_ignored": lambda: clean_situation(candidates=(clean_gpu(gpus_per_job=4), clean_api())),
+    "generated_not_accepted": lambda: clean_situation(workload=clean_workload(has_acceptance_criteria=False)),
+    "no_platform_ownership": lambda: clean_situation(candidates=(clean_gpu(platform_labor=D(0)), clean_api())),
+    "bought_for_todays_model": lambda: clean_situation(candidates=(clean_gpu(commitment_months=D(36)),
+                                                                   clean_api())),
+}
+
+
+@pytest.mark.parametrize("code", list(TRIGGERS))
+def test_each_mistake_is_raised_by_its_trigger_and_no_other(code):
+    assert codes(TRIGGERS[code]()) == {code}
+
+
+def test_every_rule_has_a_trigger():
+    assert set(TRIGGERS) == set(RULES_BY_CODE)
+
+
+# --- 1: chose by hourly rate ------------------------------------------------------------------------------------
+
+
+def worked_example_facts(evidence=True):
+    rows = normalize(realtime_demand(), [candidate_a(), candidate_b(), candidate_c()])
+    return tuple(CandidateFacts.from_row(row, has_benchmark_evidence=evidence) for row in rows)
+
+
+def test_worked_example_choosing_a_raises_chose_by_hourly_rate():
+    situation = Situation(workload=clean_workload(), candidates=worked_example_facts(), chosen_id="A")
+    findings = [f for f in check_mistakes(situation) if f.code == "chose_by_hourly_rate"]
+    assert [(f.reason, f.candidate_id) for f in findings] == [("cheapest_hour_not_cheapest_output", "A")]
+    message = findings[0].message("en")
+    assert "Provider A H100 has the lowest hourly price (3.00)" in message
+    assert "0.000427785" in message
+    assert "Provider B H200 delivers one for 0.000354055" in message
+
+
+def test_worked_example_choosing_b_is_not_choosing_by_hourly_rate():
+    situation = Situation(workload=clean_workload(), candidates=worked_example_facts(), chosen_id="B")
+    assert "chose_by_hourly_rate" not in codes(situation)
+
+
+def test_choice_without_benchmark_evidence_is_raised_even_when_cheapest():
+    situation = Situation(workload=clean_workload(), candidates=worked_example_facts(evidence=False),
+                          chosen_id="B")
+    findings = [f for f in check_mistakes(situation) if f.code == "chose_by_hourly_rate"]
+    assert [(f.reason, f.candidate_id) for f in findings] == [("chosen_without_benchmark", "B")]
+
+
+def test_without_a_choice_it_notes_that_hour_and_output_leaders_differ():
+    situation = Situation(workload=clean_workload(), candidates=worked_example_facts())
+    (finding,) = [f for f in check_mistakes(situation) if f.code == "chose_by_hourly_rate"]
+    assert (finding.reason, finding.severity, finding.candidate_id) == ("hour_and_output_leaders_differ", "note",
+                                                                        None)
+    assert finding.params == {"hour_leaders": ["Provider A H100"], "output_leaders": ["Provider B H200"]}
+
+
+def test_without_a_choice_no_note_when_one_candidate_leads_both():
+    facts = worked_example_facts()
+    cheaper_b = tuple(dataclasses.replace(f, hourly_price=D("2.90")) if f.id == "B" else f for f in facts)
+    assert "chose_by_hourly_rate" not in codes(Situation(workload=clean_workload(), candidates=cheaper_b))
+
+
+@given(st.lists(st.tuples(st.integers(1, 9), st.integers(1, 9)), min_size=1, max_size=6))
+def test_choosing_the_cheapest_per_output_with_evidence_is_never_choosing_by_hourly_rate(prices):
+    candidates = tuple(
+        clean_gpu(id=f"g{index}", hourly_price=D(hourly), effective_unit_cost=D(unit))
+        for index, (hourly, unit) in enumerate(prices)
+    )
+    cheapest = min(candidates, key=lambda candidate: candidate.effective_unit_cost)
+    situation = Situation(workload=clean_workload(), candidates=candidates, chosen_id=cheapest.id)
+    assert "chose_by_hourly_rate" not in codes(situation)
+
+
+def test_unknown_choice_is_refused():
+    with pytest.raises(ValueError, match="not among the candidates"):
+        clean_situation(chosen_id="Z")
+
+
+# --- 2: memory fit as yes/no ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"tested_context_tokens": 4096}, "context_below_target"),
+    ({"tested_concurrency": 32}, "concurrency_below_target"),
+    ({"tested_context_tokens": None}, "context_untested"),
+    ({"tested_context_tokens": None, "tested_concurrency": None}, "no_phase1_evidence"),
+])
+def test_memory_fit_below_the_workload_is_raised(changes, reason):
+    situation = clean_situation(candidates=(clean_gpu(**changes),))
+    (finding,) = check_mistakes(situation)
+    assert (finding.code, finding.reason, finding.candidate_id) == ("memory_fit_yes_no", reason, "B")
+
+
+def test_memory_fit_at_or_above_the_workload_and_api_routes_are_clean():
+    at_target = clean_gpu(tested_context_tokens=8192, tested_concurrency=64)
+    api_without_phase1 = clean_api(tested_context_tokens=None)
+    assert check_mistakes(clean_situation(candidates=(at_target, api_without_phase1))) == ()
+
+
+# --- 3: interconnect ignored ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"gpus_per_job": 8}, "multi_gpu"),
+    ({"gpus_per_job": 16, "nodes_per_job": 2}, "multi_node"),
+])
+def test_multi_gpu_work_without_interconnect_evidence_is_raised(changes, reason):
+    (finding,) = check_mistakes(clean_situation(candidates=(clean_gpu(**changes),)))
+    assert (finding.code, finding.reason) == ("interconnect_ignored", reason)
+
+
+@pytest.mark.parametrize("evidence", [{"has_interconnect_data": True}, {"has_interconnect_test": True}])
+def test_multi_node_work_with_interconnect_data_or_test_is_clean(evidence):
+    candidate = clean_gpu(gpus_per_job=16, nodes_per_job=2, **evidence)
+    assert check_mistakes(clean_situation(candidates=(candidate,))) == ()
+
+
+# --- 4, 5, 6 ----------------------------------------------------------------------------------------------------
+
+
+def test_no_acceptance_criteria_is_raised_once_for_the_comparison():
+    findings = check_mistakes(clean_situation(workload=clean_workload(has_acceptance_criteria=False)))
+    assert [(f.code, f.reason, f.candidate_id) for f in findings] == [
+        ("generated_not_accepted", "no_acceptance_criteria", None)]
+
+
+@pytest.mark.parametrize("labor", [D(0), None])
+def test_gpu_or_purchase_candidate_without_platform_labor_is_raised(labor):
+    candidates = (clean_gpu(platform_labor=labor), clean_gpu(id="P", kind="purchase", platform_labor=labor),
+                  clean_api(platform_labor=labor))
+    findings = check_mistakes(clean_situation(candidates=candidates))
+    assert {(f.code, f.candidate_id) for f in findings} == {("no_platform_ownership", "B"),
+                                                           ("no_platform_ownership", "P")}
+
+
+def test_commitment_longer_than_the_model_life_is_raised():
+    (finding,) = check_mistakes(clean_situation(candidates=(clean_gpu(commitment_months=D(36)),)))
+    assert finding.params["commitment"] == D(36)
+    assert finding.message("en") == ("Provider B H200 commits for 36 months, longer than the 18 months the "
+                                     "workload expects its model to last.")
+
+
+@pytest.mark.parametrize("workload_changes", [{"model_expected_life_months": D(36)},
+                                              {"model_expected_life_months": None}])
+def test_commitment_within_the_model_life_or_without_a_stated_life_is_clean(workload_changes):
+    situation = clean_situation(workload=clean_workload(**workload_changes),
+                                candidates=(clean_gpu(commitment_months=D(36)),))
+    assert check_mistakes(situation) == ()
+
+
+# --- texts ------------------------------------------------------------------------------------------------------
+
+
+def placeholders(text):
+    return set(re.findall(r"%\((\w+)\)s", text))
+
+
+def test_rules_follow_the_guide_order_with_unique_codes():
+    assert [rule.number for rule in RULES] == [1, 2, 3, 4, 5, 6]
+    assert len(RULES_BY_CODE) == 6
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
+def test_every_text_exists_in_english_french_and_indonesian(rule):
+    assert set(rule.title) == set(rule.explanation) == set(LANGUAGES)
+    assert all(rule.title[language].strip() and rule.explanation[language].strip() for language in LANGUAGES)
+    assert len({rule.explanation[language] for language in LANGUAGES}) == 3  # really translated
+    for templates in rule.reasons.values():
+        assert set(templates) == set(LANGUAGES)
+        assert placeholders(templates["en"]) == placeholders(templates["fr"]) == placeholders(templates["id"])
+
+
+@pytest.mark.parametrize("code", list(TRIGGERS))
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_triggered_finding_renders_in_every_language(code, language):
+    for finding in check_mistakes(TRIGGERS[code]()):
+        text = finding.message(language)
+        assert text and "%(" not in text
+
+
+def test_message_language_falls_back_by_primary_subtag_then_english():
+    (finding,) = check_mistakes(clean_situation(candidates=(clean_gpu(platform_labor=D(0)),)))
+    assert finding.message("fr-CA") == finding.message("fr")
+    assert finding.message("id") != finding.message("en")
+    assert finding.message("de") == finding.message("en")

@@ -1,0 +1,193 @@
+"""Evidence: the figures a candidate needs beyond its quote (capacity at the SLO, latencies, failure and retry rates,
+memory margin, training throughput…), each with its provenance. Benchmarks write them when they measure; a person
+enters them by hand with a source until then; the comparison reads them.
+
+Figures are exact Decimals stored as text (apps.common.fields.ExactDecimalField): compare them in Python.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from apps.accounts.scoping import scoped_queryset
+from apps.common.fields import ExactDecimalField
+
+
+class FigureMetric(models.TextChoices):
+    """What a candidate figure measures. Fractions are written 0.02 for 2 %."""
+
+    CAPACITY_AT_SLO = "capacity_at_slo", _("Capacity at the SLO, per GPU")
+    RETRY_RATE = "retry_rate", _("Retry rate")
+    FAILURE_RATE = "failure_rate", _("Failure rate")
+    P50_LATENCY_MS = "p50_latency_ms", _("p50 latency (ms)")
+    P95_LATENCY_MS = "p95_latency_ms", _("p95 latency (ms)")
+    P99_LATENCY_MS = "p99_latency_ms", _("p99 latency (ms)")
+    MEMORY_MARGIN = "memory_margin", _("Memory margin, measured")
+    TESTED_CONTEXT_TOKENS = "tested_context_tokens", _("Largest context tested (tokens)")
+    TESTED_CONCURRENCY = "tested_concurrency", _("Largest concurrency tested")
+    GPUS_PER_REPLICA = "gpus_per_replica", _("GPUs per replica")
+    NODES_PER_REPLICA = "nodes_per_replica", _("Nodes per replica")
+    INTERCONNECT_BUS_BANDWIDTH_GBPS = "interconnect_busbw_gbps", _("Interconnect bus bandwidth, all-reduce (GB/s)")
+    HEADROOM = "headroom", _("Sizing headroom")
+    TRAINING_THROUGHPUT = "training_tokens_per_second", _("Training throughput, whole cluster (tokens/s)")
+    CHECKPOINT_WRITE_HOURS = "checkpoint_write_hours", _("Checkpoint write stall (hours)")
+    RESTART_HOURS = "restart_hours", _("Restart after a failure (hours)")
+    # Informational (phase 3): no comparison computes with these two; a training run's lost work per failure is
+    # derived from its checkpoint interval and restart time, never added a second time.
+    COLD_START_SECONDS = "cold_start_seconds", _("Cold start to healthy (seconds)")
+    LOST_WORK_GPU_HOURS = "lost_work_gpu_hours", _("Lost work per failure (GPU-hours)")
+
+
+#: Metrics written as a fraction of 1.
+FRACTION_METRICS = frozenset(
+    {FigureMetric.RETRY_RATE, FigureMetric.FAILURE_RATE, FigureMetric.MEMORY_MARGIN, FigureMetric.HEADROOM}
+)
+#: The retry rate counts retries per request served (apps/comparison/cost_model.py charges generated × (1 + retry rate
+#: + failure rate)); it may pass 1 under induced failures, never this.
+RETRY_RATE_LIMIT = 10
+#: Metrics that are whole numbers.
+COUNT_METRICS = frozenset(
+    {FigureMetric.TESTED_CONTEXT_TOKENS, FigureMetric.TESTED_CONCURRENCY, FigureMetric.GPUS_PER_REPLICA,
+     FigureMetric.NODES_PER_REPLICA}
+)
+
+
+#: Metrics a training comparison reads, and metrics only a serving comparison reads.
+TRAINING_METRICS = frozenset(
+    {FigureMetric.TRAINING_THROUGHPUT, FigureMetric.CHECKPOINT_WRITE_HOURS, FigureMetric.RESTART_HOURS,
+     FigureMetric.LOST_WORK_GPU_HOURS}
+)
+SERVING_METRICS = frozenset(
+    {FigureMetric.CAPACITY_AT_SLO, FigureMetric.RETRY_RATE, FigureMetric.P50_LATENCY_MS, FigureMetric.P95_LATENCY_MS,
+     FigureMetric.P99_LATENCY_MS, FigureMetric.HEADROOM, FigureMetric.COLD_START_SECONDS}
+)
+#: Metrics that describe GPUs we run (an API route has none of them).
+FLEET_METRICS = frozenset(
+    {FigureMetric.CAPACITY_AT_SLO, FigureMetric.MEMORY_MARGIN, FigureMetric.TESTED_CONTEXT_TOKENS,
+     FigureMetric.TESTED_CONCURRENCY, FigureMetric.GPUS_PER_REPLICA, FigureMetric.NODES_PER_REPLICA,
+     FigureMetric.INTERCONNECT_BUS_BANDWIDTH_GBPS, FigureMetric.HEADROOM, FigureMetric.COLD_START_SECONDS,
+     *TRAINING_METRICS}
+)
+
+
+def metrics_for(*, training: bool, api_route: bool) -> list[tuple[str, str]]:
+    """The (value, label) choices that matter for a candidate of this kind and workload."""
+    left_out = (SERVING_METRICS if training else TRAINING_METRICS) | (FLEET_METRICS if api_route else frozenset())
+    return [(value, label) for value, label in FigureMetric.choices if value not in left_out]
+
+
+class CapacityUnit(models.TextChoices):
+    REQUESTS_PER_SECOND = "requests_per_second", _("requests per second")
+    OUTPUTS_PER_SECOND = "outputs_per_second", _("outputs per second")
+
+
+class FigureSource(models.TextChoices):
+    MEASURED = "measured", _("Measured")
+    QUOTED = "quoted", _("Quoted")
+    ESTIMATED = "estimated", _("Estimated")
+
+
+class CandidateFigure(models.Model):
+    """One figure of one candidate (capacity, latency, failure rate…), with where it comes from.
+
+    measured: `reference` names the benchmark job (e.g. "job:42"); quoted: `reference` names the quote document or
+    message; estimated: `estimated_by` and `estimate_reason` say who estimated it and why.
+    """
+
+    candidate = models.ForeignKey(
+        "quotes.Candidate", on_delete=models.CASCADE, related_name="figures", verbose_name=_("candidate")
+    )
+    metric = models.CharField(_("figure"), max_length=40, choices=FigureMetric.choices)
+    value = ExactDecimalField(_("value"), max_digits=24, decimal_places=12)
+    capacity_unit = models.CharField(
+        _("capacity unit"),
+        max_length=30,
+        choices=CapacityUnit.choices,
+        blank=True,
+        help_text=_("Only for the capacity at the SLO."),
+    )
+    source = models.CharField(_("source"), max_length=20, choices=FigureSource.choices)
+    reference = models.CharField(
+        _("reference"),
+        max_length=500,
+        blank=True,
+        help_text=_("Measured: the benchmark job. Quoted: the document or message that states it."),
+    )
+    estimated_by = models.CharField(_("estimated by"), max_length=200, blank=True)
+    estimate_reason = models.TextField(_("why this estimate"), blank=True)
+    entered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("entered by"),
+    )
+    entered_at = models.DateTimeField(_("entered at"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    objects = scoped_queryset("candidate__team").as_manager()
+
+    class Meta:
+        ordering = ["candidate", "metric"]
+        verbose_name = _("candidate figure")
+        verbose_name_plural = _("candidate figures")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["candidate", "metric"],
+                name="evidence_candidatefigure_one_per_metric",
+                violation_error_message=_("This candidate already has this figure: edit it instead."),
+            ),
+            models.CheckConstraint(
+                condition=~Q(source__in=["measured", "quoted"]) | ~Q(reference=""),
+                name="evidence_candidatefigure_referenced",
+                violation_error_message=_("A measured or quoted figure needs its reference."),
+            ),
+            models.CheckConstraint(
+                condition=~Q(source="estimated") | (~Q(estimated_by="") & ~Q(estimate_reason="")),
+                name="evidence_candidatefigure_estimate_explained",
+                violation_error_message=_("An estimated figure needs who estimated it and why."),
+            ),
+            models.CheckConstraint(
+                condition=Q(capacity_unit="") | Q(metric="capacity_at_slo"),
+                name="evidence_candidatefigure_unit_for_capacity_only",
+                violation_error_message=_("Only the capacity at the SLO has a capacity unit."),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.candidate_id} · {self.metric} = {self.value}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evidence:candidate-figures", args=[self.candidate_id])
+
+    def get_history_url(self) -> str:
+        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
+
+    def clean(self):
+        errors: dict[str, list] = {}
+        if self.value is not None:
+            if self.metric == FigureMetric.RETRY_RATE:
+                # Retries per request served: under induced failures a request may need more than one retry.
+                if self.value >= RETRY_RATE_LIMIT:
+                    errors.setdefault("value", []).append(
+                        _("Write retries per request served, below %(limit)s: 0.02 means 2 %%.")
+                        % {"limit": RETRY_RATE_LIMIT})
+            elif self.metric in FRACTION_METRICS and self.value >= 1:
+                errors.setdefault("value", []).append(_("Write a fraction below 1: 0.02 means 2 %."))
+            if self.metric in COUNT_METRICS and self.value != self.value.to_integral_value():
+                errors.setdefault("value", []).append(_("This figure is a whole number."))
+            if self.metric == FigureMetric.CAPACITY_AT_SLO and self.value <= 0:
+                errors.setdefault("value", []).append(_("A capacity is greater than zero."))
+        if self.metric == FigureMetric.CAPACITY_AT_SLO and not self.capacity_unit:
+            errors.setdefault("capacity_unit", []).append(_("Say what the capacity counts."))
+        if errors:
+            raise ValidationError(errors)
+
+

@@ -1,0 +1,103 @@
+"""Writes of the phase-4 inputs: one figure per candidate and metric, set (created or changed) or removed, each with
+its provenance and an audit entry. The benchmarks app calls `candidate_figure_set` with source "measured" and the job as
+reference when a result lands; until then a person enters the figure with its source.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from apps.audit.models import ObjectChange
+from apps.audit.services import model_snapshot, record_change
+from apps.common import money
+from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
+
+Action = ObjectChange.Action
+
+
+def _person(actor) -> str:
+    return actor.get_username() if getattr(actor, "is_authenticated", False) else str(actor or "")
+
+
+def _provenance_fields(*, actor, source: str, reference: str, estimated_by: str, estimate_reason: str) -> dict:
+    """Keep only the provenance fields the source uses; an estimate defaults to the person entering it."""
+    if source == FigureSource.ESTIMATED:
+        return {
+            "reference": "",
+            "estimated_by": (estimated_by or "").strip() or _person(actor),
+            "estimate_reason": (estimate_reason or "").strip(),
+        }
+    return {"reference": (reference or "").strip(), "estimated_by": "", "estimate_reason": ""}
+
+
+def _value(value: Decimal | int | str) -> Decimal:
+    try:
+        return money.to_decimal(value)
+    except money.MoneyError:
+        raise ValidationError({"value": _("Enter a decimal number.")}) from None
+
+
+@transaction.atomic
+def candidate_figure_set(
+    *,
+    actor,
+    candidate,
+    metric: str,
+    value: Decimal | int | str,
+    source: str,
+    reference: str = "",
+    estimated_by: str = "",
+    estimate_reason: str = "",
+    capacity_unit: str = "",
+) -> CandidateFigure:
+    """Create the candidate's figure for `metric`, or change it (one figure per metric; the audit log keeps the old)."""
+    if metric not in FigureMetric.values:
+        raise ValidationError({"metric": _("Unknown figure.")})
+    existing = CandidateFigure.objects.select_for_update().filter(candidate=candidate, metric=metric).first()
+    values = {
+        "value": _value(value),
+        "source": source,
+        "capacity_unit": capacity_unit if metric == FigureMetric.CAPACITY_AT_SLO else "",
+        **_provenance_fields(
+            actor=actor, source=source, reference=reference, estimated_by=estimated_by, estimate_reason=estimate_reason
+        ),
+    }
+    entered_by = actor if getattr(actor, "pk", None) else None
+    if existing is None:
+        item = CandidateFigure(candidate=candidate, metric=metric, entered_by=entered_by, **values)
+        item.full_clean()
+        item.save()
+        record_change(
+            actor=actor, instance=item, action=Action.CREATE, after=model_snapshot(item), team=candidate.team
+        )
+        return item
+    before = model_snapshot(existing)
+    for name, new_value in values.items():
+        setattr(existing, name, new_value)
+    existing.entered_by = entered_by
+    existing.entered_at = timezone.now()
+    existing.full_clean()
+    existing.save()
+    record_change(
+        actor=actor,
+        instance=existing,
+        action=Action.UPDATE,
+        before=before,
+        after=model_snapshot(existing),
+        team=candidate.team,
+    )
+    return existing
+
+
+@transaction.atomic
+def candidate_figure_remove(*, actor, item: CandidateFigure) -> None:
+    before = model_snapshot(item)
+    team = item.candidate.team
+    item_id = item.pk
+    record_change(actor=actor, instance=item, action=Action.DELETE, before=before, team=team)
+    CandidateFigure.objects.filter(pk=item_id).delete()
