@@ -12,7 +12,7 @@ Runs the agent from this checkout's source folder (PYTHONPATH=agents, no install
    concurrency, date, machine, commit).
 
 Everything stays within `--budget-s` (default 240 s): each step's timeout is cut to what is left. The prediction
-comes from the server's estimator (`apps/workloads/memory.py`, a plain module) when the checkout has it.
+comes from the server's estimator (`apps/workloads/memory/`, plain modules) when the checkout has it.
 `--tiny` runs the same steps with a tiny shape on the CPU, so the script is tested on machines without a GPU.
 
     python bench/evidence_phase1.py --out evidence-h200
@@ -103,17 +103,18 @@ def estimator_prediction(model: dict[str, Any], workload: dict[str, Any]) -> tup
     """The server's estimate for the target, from the checkout's estimator (a plain module: no Django needed)."""
     sys.path.insert(0, str(ROOT))
     try:
-        from apps.workloads import memory
+        from apps.workloads.memory.inference import InferenceRequest, estimate_inference
+        from apps.workloads.memory.shapes import ModelShape
     except ImportError as error:
         return None, f"estimator not importable ({error}): no prediction"
     finally:
         sys.path.remove(str(ROOT))
-    shape = memory.ModelShape(**model)
-    request = memory.InferenceRequest(
+    shape = ModelShape(**model)
+    request = InferenceRequest(
         p95_context_tokens=workload["p95_context_tokens"], concurrent_sessions=workload["concurrent_sessions"],
         block_size_tokens=workload["block_size_tokens"], max_batched_tokens=workload["max_batched_tokens"],
     )
-    return memory.estimate_inference(shape, request).as_dict(), "apps/workloads/memory.py estimate_inference"
+    return estimate_inference(shape, request).as_dict(), "apps/workloads/memory/inference.py estimate_inference"
 
 
 def predicted_largest_concurrency(model: dict[str, Any], workload: dict[str, Any], total_mib: int | None) -> int | None:
@@ -121,17 +122,20 @@ def predicted_largest_concurrency(model: dict[str, Any], workload: dict[str, Any
         return None
     sys.path.insert(0, str(ROOT))
     try:
-        from apps.workloads import memory
+        from apps.workloads.memory.capacity import choose_capacity
+        from apps.workloads.memory.inference import InferenceRequest
+        from apps.workloads.memory.search import largest_concurrency
+        from apps.workloads.memory.shapes import ModelShape
     except ImportError:
         return None
     finally:
         sys.path.remove(str(ROOT))
-    request = memory.InferenceRequest(
+    request = InferenceRequest(
         p95_context_tokens=workload["p95_context_tokens"], concurrent_sessions=1,
         block_size_tokens=workload["block_size_tokens"], max_batched_tokens=workload["max_batched_tokens"],
     )
-    capacity = memory.choose_capacity(measured_total_mib=int(total_mib))
-    return memory.largest_concurrency(memory.ModelShape(**model), request, capacity, upper_bound=4096)
+    capacity = choose_capacity(measured_total_mib=int(total_mib))
+    return largest_concurrency(ModelShape(**model), request, capacity, upper_bound=4096)
 
 
 def job_spec(tiny: bool, probe_timeout_s: float, predicted: dict | None) -> dict[str, Any]:

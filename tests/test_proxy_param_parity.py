@@ -1,4 +1,4 @@
-"""The memory-fit proxies (agent package) hold what the estimator (apps/workloads/memory.py) counts: parameters per
+"""The memory-fit proxies (agent package) hold what the estimator (apps/workloads/memory/) counts: parameters per
 architecture, quantised weight bytes, LoRA adapters and KV-cache bytes. Built on torch's meta device: real shapes,
 no memory."""
 
@@ -8,7 +8,7 @@ from dossier_agent.proxies.build import ProxyPlan, adapter_parameters, build_pro
 from dossier_agent.proxies.shape import DiffusionGeometry, ProxyShape, lora_parameters
 from dossier_agent.proxies.weights import ScaledStore, logical_parameters, storage_bytes
 
-from apps.workloads import memory
+from apps.workloads.memory import inference, shapes, training
 
 LLAMA_2_7B = {  # multi-head attention
     "num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "ffn_size": 11008, "vocab_size": 32000,
@@ -61,35 +61,35 @@ def _proxy_parameters(model: dict, **plan) -> int:
 
 
 def test_dense_multi_head_proxy_has_the_estimators_parameter_count():
-    expected = memory.parameter_count(memory.ModelShape(**LLAMA_2_7B)).total
+    expected = shapes.parameter_count(shapes.ModelShape(**LLAMA_2_7B)).total
     assert expected == 6_738_415_616  # Llama-2-7B
     assert _proxy_parameters(LLAMA_2_7B) == expected
 
 
 def test_gqa_proxy_has_the_estimators_parameter_count():
-    expected = memory.parameter_count(memory.ModelShape(**LLAMA_3_8B)).total
+    expected = shapes.parameter_count(shapes.ModelShape(**LLAMA_3_8B)).total
     assert expected == 8_030_261_248  # Llama-3-8B
     assert _proxy_parameters(LLAMA_3_8B) == expected
 
 
 @pytest.mark.parametrize("model", [MIXTRAL_8X7B, SHARED_EXPERT_MOE], ids=["mixtral-8x7b", "shared-experts"])
 def test_moe_proxy_has_the_estimators_parameter_count(model):
-    count = memory.parameter_count(memory.ModelShape(**model))
+    count = shapes.parameter_count(shapes.ModelShape(**model))
     assert _proxy_parameters(model) == count.total
     if model is MIXTRAL_8X7B:
         assert count.total == 46_702_792_704
 
 
 def test_encoder_proxy_has_the_estimators_parameter_count():
-    expected = memory.parameter_count(memory.ModelShape(**BERT_BASE)).total
+    expected = shapes.parameter_count(shapes.ModelShape(**BERT_BASE)).total
     assert expected == 109_482_240  # bert-base-uncased
     assert _proxy_parameters(BERT_BASE) == expected
 
 
 def test_diffusion_proxy_holds_the_stated_count_the_estimator_uses():
     stated = 2_000_000_000
-    shape = memory.ModelShape(**DIT_XL_2, params=stated)
-    params, _, origin = memory.effective_parameters(shape)
+    shape = shapes.ModelShape(**DIT_XL_2, params=stated)
+    params, _, origin = shapes.effective_parameters(shape)
     assert (params, origin) == (stated, "stated")  # the estimator has no formula for diffusion: it takes the count
     assert _proxy_parameters({**DIT_XL_2, "params": stated}, geometry=DIT_XL_2_GEOMETRY, tokens=256) == params
     # Without a stated count the proxy is a plain DiT: DiT-XL/2 has its published parameter count.
@@ -100,7 +100,7 @@ def test_diffusion_proxy_holds_the_stated_count_the_estimator_uses():
 def test_proxy_weight_bytes_equal_the_estimators_weights_term(precision):
     proxy = build_proxy(ProxyPlan(shape=ProxyShape.from_spec({**LLAMA_3_8B, "precision": precision}),
                                   device="meta"), "meta")
-    expected = memory.weights_term(memory.ModelShape(**LLAMA_3_8B, precision=precision)).size_bytes
+    expected = inference.weights_term(shapes.ModelShape(**LLAMA_3_8B, precision=precision)).size_bytes
     assert logical_parameters(proxy) == 8_030_261_248
     # fp8 and int8 keep one fp32 scale per matrix, which the estimator leaves out (4 bytes × 224 matrices).
     scales = 4 * sum(1 for module in proxy.modules() if isinstance(module, ScaledStore))
@@ -108,8 +108,8 @@ def test_proxy_weight_bytes_equal_the_estimators_weights_term(precision):
 
 
 def test_qlora_base_bytes_equal_the_estimators_frozen_base_term():
-    request = memory.TrainingRequest(sequence_length=2048, method="qlora", lora_rank=16)
-    breakdown = memory.estimate_training(memory.ModelShape(**LLAMA_3_8B), request)
+    request = training.TrainingRequest(sequence_length=2048, method="qlora", lora_rank=16)
+    breakdown = training.estimate_training(shapes.ModelShape(**LLAMA_3_8B), request)
     plan = ProxyPlan(shape=ProxyShape.from_spec(LLAMA_3_8B), device="meta", workload="training", method="qlora",
                      lora_rank=16)
     proxy = build_proxy(plan, "meta", build_adapters=False)
@@ -118,7 +118,7 @@ def test_qlora_base_bytes_equal_the_estimators_frozen_base_term():
 
 @pytest.mark.parametrize("model", [LLAMA_3_8B, SHARED_EXPERT_MOE], ids=["gqa", "shared-experts"])
 def test_lora_adapters_have_the_estimators_trainable_count(model):
-    expected = memory.lora_trainable_parameters(memory.ModelShape(**model), 16)
+    expected = training.lora_trainable_parameters(shapes.ModelShape(**model), 16)
     plan = ProxyPlan(shape=ProxyShape.from_spec(model), device="meta", workload="training", method="lora",
                      lora_rank=16)
     assert adapter_parameters(build_proxy(plan, "meta")) == expected
@@ -135,7 +135,7 @@ def test_lora_adapters_have_the_estimators_trainable_count(model):
     ids=["8k", "unaligned", "sliding-window"],
 )
 def test_kv_cache_bytes_per_request_equal_the_estimators(model, context):
-    expected = memory.kv_cache_bytes_per_request(memory.ModelShape(**model), context)
+    expected = inference.kv_cache_bytes_per_request(shapes.ModelShape(**model), context)
     proxy = build_proxy(ProxyPlan(shape=ProxyShape.from_spec(model), device="meta"), "meta")
     cache = proxy.allocate_cache(3, context, 16, torch.bfloat16)
     assert cache.nbytes == 3 * expected
@@ -144,7 +144,7 @@ def test_kv_cache_bytes_per_request_equal_the_estimators(model, context):
 
 @pytest.mark.parametrize("model", MLA_SHAPES, ids=MLA_IDS)
 def test_latent_attention_proxy_has_the_estimators_parameter_count(model):
-    count = memory.parameter_count(memory.ModelShape(**model))
+    count = shapes.parameter_count(shapes.ModelShape(**model))
     assert _proxy_parameters(model) == count.total
     attention = next(term for term in count.terms if term.name == "attention")
     proxy = build_proxy(ProxyPlan(shape=ProxyShape.from_spec(model), device="meta"), "meta")
@@ -157,24 +157,24 @@ def test_latent_attention_proxy_has_the_estimators_parameter_count(model):
 @pytest.mark.parametrize(("context", "requests"), [(4096, 1), (1000, 7)], ids=["4k", "unaligned-x7"])
 def test_latent_kv_cache_bytes_equal_the_estimators(model, context, requests):
     """Per token and layer r_kv + d_rope elements (DeepSeek-V2-Lite: 27·576·2 = 31,104 bytes in bf16)."""
-    shape = memory.ModelShape(**model)
-    expected = memory.kv_cache_bytes_per_request(shape, context)
+    shape = shapes.ModelShape(**model)
+    expected = inference.kv_cache_bytes_per_request(shape, context)
     proxy = build_proxy(ProxyPlan(shape=ProxyShape.from_spec(model), device="meta"), "meta")
     cache = proxy.allocate_cache(requests, context, 16, torch.bfloat16)
     assert cache.nbytes == requests * expected
     assert ProxyShape.from_spec(model).kv_cache_bytes_per_request(context, "bf16") == expected
     per_token = model["num_layers"] * (model["kv_lora_rank"] + model["qk_rope_head_dim"]) * 2
-    assert memory.kv_cache_bytes_per_token(shape) == per_token
+    assert inference.kv_cache_bytes_per_token(shape) == per_token
     if model is DEEPSEEK_V2_LITE:
         assert per_token == 31_104
     fp8 = proxy.allocate_cache(requests, context, 16, torch.float8_e4m3fn)
-    assert fp8.nbytes == requests * memory.kv_cache_bytes_per_request(shape, context, "fp8")
+    assert fp8.nbytes == requests * inference.kv_cache_bytes_per_request(shape, context, "fp8")
 
 
 @pytest.mark.parametrize("model", MLA_SHAPES, ids=MLA_IDS)
-@pytest.mark.parametrize("targets", [memory.LORA_TARGETS, ("q", "v"), ("k", "o", "up")], ids=["all", "q-v", "k-o-up"])
+@pytest.mark.parametrize("targets", [training.LORA_TARGETS, ("q", "v"), ("k", "o", "up")], ids=["all", "q-v", "k-o-up"])
 def test_latent_attention_lora_adapters_have_the_estimators_trainable_count(model, targets):
-    expected = memory.lora_trainable_parameters(memory.ModelShape(**model), 16, targets)
+    expected = training.lora_trainable_parameters(shapes.ModelShape(**model), 16, targets)
     plan = ProxyPlan(shape=ProxyShape.from_spec(model), device="meta", workload="training", method="lora",
                      lora_rank=16, lora_targets=tuple(targets))
     assert adapter_parameters(build_proxy(plan, "meta")) == expected
@@ -185,7 +185,7 @@ def test_latent_attention_lora_adapters_have_the_estimators_trainable_count(mode
 def test_latent_attention_weight_bytes_against_the_estimators_weights_term(precision):
     model = {**DEEPSEEK_V2_LITE, "precision": precision}
     proxy = build_proxy(ProxyPlan(shape=ProxyShape.from_spec(model), device="meta"), "meta")
-    expected = memory.weights_term(memory.ModelShape(**model)).size_bytes
+    expected = inference.weights_term(shapes.ModelShape(**model)).size_bytes
     assert logical_parameters(proxy) == DEEPSEEK_V2_LITE_CHECKPOINT_PARAMETERS
     if precision in ("bf16", "fp32"):
         assert storage_bytes(proxy) == expected

@@ -28,7 +28,7 @@ def test_the_tiny_evidence_run_fits_its_budget_and_its_spool_replays(server, tmp
     assert summary["self_test"] == "passed" and summary["phase1_status"] == "succeeded"
     assert summary["self_test_seconds"] < 60
     assert summary["device"] == "cpu" and summary["labels"]["memory_accounting"] == "cpu-process-rss"
-    assert summary["prediction_source"] == "apps/workloads/memory.py estimate_inference"
+    assert summary["prediction_source"] == "apps/workloads/memory/inference.py estimate_inference"
     assert summary["measured_peak_bytes"] > 0 and summary["peak_error_pct"] is not None
     assert summary["largest_fitting_concurrency"] >= 2 and 1 <= summary["probe_count"] <= 3
     self_test = json.loads((out / "self-test.json").read_text())["report"]

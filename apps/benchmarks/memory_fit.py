@@ -23,8 +23,13 @@ from django.utils.translation import gettext_lazy
 
 from apps.benchmarks.models import BenchmarkPlan, Result, ResultStatus
 from apps.benchmarks.services import plan_create
-from apps.workloads import estimates, memory, rules
-from apps.workloads.memory import Capacity, InferenceRequest, ModelShape, TrainingRequest
+from apps.workloads import estimates, rules
+from apps.workloads.memory.breakdown import DEFAULT_SAFETY_MARGIN_FRACTION
+from apps.workloads.memory.capacity import Capacity, fit
+from apps.workloads.memory.errors import ShapeError
+from apps.workloads.memory.inference import MAX_CONCURRENT_SESSIONS, MAX_CONTEXT_TOKENS, InferenceRequest
+from apps.workloads.memory.shapes import ModelShape
+from apps.workloads.memory.training import TrainingRequest
 
 MEMORY_FIT_KIND = "memory_fit"
 DEVICES = ("auto", "cuda", "cpu")
@@ -147,13 +152,13 @@ def derive_memory_fit_spec(
     if settings.model_path:
         spec["model_path"] = settings.model_path
     if capacity is not None:
-        fit = memory.fit(breakdown, capacity)
+        predicted_fit = fit(breakdown, capacity)
         spec["capacity"] = {
             "usable_bytes": capacity.total_bytes,
             "source": capacity.source.value,
             "source_label": capacity.source_label,
-            "predicted_status": fit.status.value,
-            "predicted_headroom_bytes": fit.headroom_bytes,
+            "predicted_status": predicted_fit.status.value,
+            "predicted_headroom_bytes": predicted_fit.headroom_bytes,
         }
     return spec
 
@@ -437,7 +442,7 @@ class MarginSuggestion:
 
 def suggested_margins(groups: Iterable[ResidualGroup]) -> list[MarginSuggestion]:
     """One suggestion per GPU architecture and precision, from its "total without the safety margin" residuals."""
-    current = round(100 * memory.DEFAULT_SAFETY_MARGIN_FRACTION, 1)
+    current = round(100 * DEFAULT_SAFETY_MARGIN_FRACTION, 1)
     return [
         MarginSuggestion(
             gpu_architecture=group.gpu_architecture, precision=group.precision, count=group.count,
@@ -520,7 +525,7 @@ def candidate_spec(candidate, settings: FitSettings) -> dict[str, Any]:
             latency_limits={name: getattr(summary, name) for name in LATENCY_FIELDS
                             if getattr(summary, name, None) is not None},
         )
-    except memory.ShapeError as error:
+    except ShapeError as error:
         raise Phase1Error(str(error)) from None
 
 
@@ -613,9 +618,9 @@ def ingest_memory_fit(*, result: Result, now=None) -> dict[str, Any]:
 
 class MemoryFitPlanForm(forms.Form):
     tokens = forms.IntegerField(label=gettext_lazy("Context tokens (p95) or training sequence length"), min_value=1,
-                                max_value=memory.MAX_CONTEXT_TOKENS)
+                                max_value=MAX_CONTEXT_TOKENS)
     concurrency = forms.IntegerField(label=gettext_lazy("Concurrent sessions or micro-batch size"), min_value=1,
-                                     max_value=memory.MAX_CONCURRENT_SESSIONS)
+                                     max_value=MAX_CONCURRENT_SESSIONS)
     max_probes = forms.IntegerField(label=gettext_lazy("Most probes"), min_value=1, max_value=20, initial=6)
     probe_timeout_s = forms.IntegerField(label=gettext_lazy("Timeout per probe (seconds)"), min_value=5,
                                          max_value=3600, initial=300)

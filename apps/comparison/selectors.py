@@ -652,7 +652,7 @@ def mistakes_text(texts, language: str) -> str:
 def predicted_memory_margins(summary: WorkloadSummary, results: list[CandidateResult]) -> None:
     """The memory estimator's margin on each self-hosted candidate's GPU: 1 − need per GPU ÷ usable memory."""
     from apps.workloads import estimates
-    from apps.workloads.memory import ShapeError
+    from apps.workloads.memory.errors import ShapeError
     from apps.workloads.selectors import catalog_gpus
 
     fleet = [result for result in results if result.is_fleet and result.candidate.quote.gpu_id]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apps.workloads.memory import BYTES_PER_GIB
+from apps.workloads.memory.precisions import BYTES_PER_GIB
 
 
 def _gib(size_bytes: int) -> float:

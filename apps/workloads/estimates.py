@@ -12,16 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apps.workloads import memory, rules
-from apps.workloads.memory import (
-    Breakdown,
-    Capacity,
-    FitResult,
-    InferenceRequest,
-    ModelShape,
-    ShapeError,
-    TrainingRequest,
-)
+from apps.workloads import rules
+from apps.workloads.memory.breakdown import Breakdown, EstimateKind
+from apps.workloads.memory.capacity import Capacity, FitResult, fit
+from apps.workloads.memory.errors import ShapeError, gettext_noop
+from apps.workloads.memory.inference import InferenceRequest, estimate_inference
+from apps.workloads.memory.precisions import Precision
+from apps.workloads.memory.search import fewest_gpus_inference, fewest_gpus_training, largest_concurrency
+from apps.workloads.memory.shapes import Architecture, ModelShape
+from apps.workloads.memory.training import Recompute, TrainingMethod, TrainingRequest, estimate_training
 
 # Summary fields that are ModelShape fields of the same name.
 SHAPE_FIELDS = (
@@ -59,8 +58,8 @@ EXTRA_SHAPE_FIELDS = (
     "token_type_vocab_size",
     "pooler",
 )
-DEFAULT_ARCHITECTURE = memory.Architecture.DENSE
-DEFAULT_PRECISION = memory.Precision.BF16
+DEFAULT_ARCHITECTURE = Architecture.DENSE
+DEFAULT_PRECISION = Precision.BF16
 DEFAULT_LORA_RANK = 16
 
 # Diffusion transformers (Stable Diffusion 3, FLUX) encode an image with a VAE that downsamples 8× per side and cut
@@ -113,7 +112,7 @@ def model_shape(summary: Any) -> ModelShape:
 
 def _default(shape: ModelShape, name: str) -> Any:
     if name == "gated_ffn":  # resolved from the architecture when not given
-        return shape.architecture is not memory.Architecture.ENCODER
+        return shape.architecture is not Architecture.ENCODER
     return ModelShape.__dataclass_fields__[name].default
 
 
@@ -148,15 +147,15 @@ def summary_values_from(shape: ModelShape) -> dict[str, Any]:
 class EstimatePlan:
     """The shape and the request of one summary's estimate, and how the request was derived from its fields."""
 
-    kind: memory.EstimateKind
+    kind: EstimateKind
     shape: ModelShape
     request: InferenceRequest | TrainingRequest
     derivation: Mapping[str, str] = field(default_factory=dict)  # request input → "formula (fields)"
 
     def breakdown(self) -> Breakdown:
         if isinstance(self.request, TrainingRequest):
-            return memory.estimate_training(self.shape, self.request)
-        return memory.estimate_inference(self.shape, self.request)
+            return estimate_training(self.shape, self.request)
+        return estimate_inference(self.shape, self.request)
 
 
 def _first(summary: Any, names: Iterable[str]) -> tuple[str, Any] | None:
@@ -234,14 +233,14 @@ def _inference_request(summary: Any, workload_type: str) -> tuple[InferenceReque
     return request, {"c": context_formula, "sessions": sessions_formula}
 
 
-def training_method(summary: Any) -> memory.TrainingMethod:
+def training_method(summary: Any) -> TrainingMethod:
     """Full training for pre-training and full fine-tuning; LoRA, or QLoRA when the base is stored in 4 bits."""
     if _get(summary, "workload_type") != rules.LORA_FINE_TUNING:
-        return memory.TrainingMethod.FULL
+        return TrainingMethod.FULL
     precision = _get(summary, "precision")
-    if precision in (memory.Precision.NF4, memory.Precision.INT4):
-        return memory.TrainingMethod.QLORA
-    return memory.TrainingMethod.LORA
+    if precision in (Precision.NF4, Precision.INT4):
+        return TrainingMethod.QLORA
+    return TrainingMethod.LORA
 
 
 def _training_request(summary: Any) -> tuple[TrainingRequest, dict[str, str]]:
@@ -255,7 +254,7 @@ def _training_request(summary: Any) -> tuple[TrainingRequest, dict[str, str]]:
         method=training_method(summary),
         zero_stage=_get(summary, "zero_stage") or 0,
         data_parallel_gpus=_get(summary, "data_parallel_gpus") or 1,
-        recompute=_get(summary, "recompute") or memory.Recompute.NONE,
+        recompute=_get(summary, "recompute") or Recompute.NONE,
         lora_rank=_get(summary, "lora_rank") or DEFAULT_LORA_RANK,
     )
     return request, {"s": f"training_sequence_length = {sequence}", "b": f"batch_size = {batch}"}
@@ -269,9 +268,9 @@ def plan_for(summary: Any) -> EstimatePlan:
     shape = model_shape(summary)
     if rules.ESTIMATE_KIND[workload_type] == "training":
         request, derivation = _training_request(summary)
-        return EstimatePlan(memory.EstimateKind.TRAINING, shape, request, derivation)
+        return EstimatePlan(EstimateKind.TRAINING, shape, request, derivation)
     request, derivation = _inference_request(summary, workload_type)
-    return EstimatePlan(memory.EstimateKind.INFERENCE, shape, request, derivation)
+    return EstimatePlan(EstimateKind.INFERENCE, shape, request, derivation)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -314,23 +313,23 @@ class Analysis:
     smallest_fitting: GpuFit | None
 
     @property
-    def kind(self) -> memory.EstimateKind:
+    def kind(self) -> EstimateKind:
         return self.plan.kind
 
 
 def _gpu_fit(plan: EstimatePlan, breakdown: Breakdown, gpu: GpuCapacity) -> GpuFit:
-    result = memory.fit(breakdown, gpu.capacity)
+    result = fit(breakdown, gpu.capacity)
     if isinstance(plan.request, TrainingRequest):
         request = plan.request
-        found = memory.fewest_gpus_training(plan.shape, request, gpu.capacity)
+        found = fewest_gpus_training(plan.shape, request, gpu.capacity)
         fewest = None if found is None else found[0] * request.tensor_parallel
         zero3 = None
         if request.zero_stage != 3:
-            found3 = memory.fewest_gpus_training(plan.shape, replace(request, zero_stage=3), gpu.capacity)
+            found3 = fewest_gpus_training(plan.shape, replace(request, zero_stage=3), gpu.capacity)
             zero3 = None if found3 is None else found3[0] * request.tensor_parallel
         return GpuFit(gpu, result, fewest, fewest_gpus_zero3=zero3)
-    found = memory.fewest_gpus_inference(plan.shape, plan.request, gpu.capacity)
-    concurrency = memory.largest_concurrency(plan.shape, plan.request, gpu.capacity)
+    found = fewest_gpus_inference(plan.shape, plan.request, gpu.capacity)
+    concurrency = largest_concurrency(plan.shape, plan.request, gpu.capacity)
     return GpuFit(
         gpu,
         result,
@@ -360,9 +359,9 @@ def safe_plan(summary: Any) -> tuple[EstimatePlan | None, MissingInput | ShapeEr
 def plan_from_inputs(kind: str, shape_values: Mapping[str, Any], request_values: Mapping[str, Any]) -> EstimatePlan:
     """A plan from explicit estimator inputs (the stateless API). Unknown keys raise ShapeError naming them."""
     shape = _build(ModelShape, shape_values, "shape")
-    request_type = TrainingRequest if kind == memory.EstimateKind.TRAINING else InferenceRequest
+    request_type = TrainingRequest if kind == EstimateKind.TRAINING else InferenceRequest
     request = _build(request_type, request_values, "request")
-    return EstimatePlan(memory.EstimateKind(kind), shape, request)
+    return EstimatePlan(EstimateKind(kind), shape, request)
 
 
 def _build(cls: type, values: Mapping[str, Any], where: str) -> Any:
@@ -372,7 +371,7 @@ def _build(cls: type, values: Mapping[str, Any], where: str) -> Any:
         raise ShapeError(
             unknown[0],
             f"Unknown {where} field {unknown[0]!r}.",
-            template=memory.gettext_noop("Unknown field %(name)r."),
+            template=gettext_noop("Unknown field %(name)r."),
             params={"name": unknown[0]},
         )
     if cls is TrainingRequest and isinstance(values.get("lora_targets"), list):
@@ -384,5 +383,5 @@ def _build(cls: type, values: Mapping[str, Any], where: str) -> Any:
         raise ShapeError(
             missing,
             "This field is required.",
-            template=memory.gettext_noop("This field is required."),
+            template=gettext_noop("This field is required."),
         ) from None

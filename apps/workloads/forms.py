@@ -11,7 +11,9 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from apps.workloads import estimates
-from apps.workloads.memory import SHAPE_LIMITS, ShapeError, parse_hf_config_json
+from apps.workloads.memory.errors import ShapeError
+from apps.workloads.memory.hf_config import parse_hf_config_json
+from apps.workloads.memory.shapes import SHAPE_LIMITS
 from apps.workloads.models import Tool, WorkloadSummary
 from apps.workloads.services import EDITABLE_FIELDS
 from apps.workloads.validation import shape_error_message

@@ -18,7 +18,8 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scoping import TeamScopedQuerySet
-from apps.workloads import memory, rules
+from apps.workloads import rules
+from apps.workloads.memory import inference, precisions, shapes, training
 
 
 class WorkloadType(models.TextChoices):
@@ -35,11 +36,11 @@ class WorkloadType(models.TextChoices):
 
 
 class Architecture(models.TextChoices):
-    DENSE = memory.Architecture.DENSE.value, _("Dense decoder")
-    MOE = memory.Architecture.MOE.value, _("Mixture of experts (MoE)")
-    ENCODER = memory.Architecture.ENCODER.value, _("Encoder")
-    DIFFUSION = memory.Architecture.DIFFUSION.value, _("Diffusion transformer")
-    OTHER = memory.Architecture.OTHER.value, _("Other")
+    DENSE = shapes.Architecture.DENSE.value, _("Dense decoder")
+    MOE = shapes.Architecture.MOE.value, _("Mixture of experts (MoE)")
+    ENCODER = shapes.Architecture.ENCODER.value, _("Encoder")
+    DIFFUSION = shapes.Architecture.DIFFUSION.value, _("Diffusion transformer")
+    OTHER = shapes.Architecture.OTHER.value, _("Other")
 
 
 class Precision(models.TextChoices):
@@ -53,7 +54,7 @@ class Precision(models.TextChoices):
     NF4 = "nf4", "NF4"
 
 
-KV_CACHE_PRECISIONS = [(value, label) for value, label in Precision.choices if value in memory.KV_CACHE_PRECISIONS]
+KV_CACHE_PRECISIONS = [(value, label) for value, label in Precision.choices if value in precisions.KV_CACHE_PRECISIONS]
 
 
 class Modality(models.TextChoices):
@@ -140,9 +141,9 @@ class DecisionMetric(models.TextChoices):
 
 
 class Recompute(models.TextChoices):
-    NONE = memory.Recompute.NONE.value, _("None")
-    SELECTIVE = memory.Recompute.SELECTIVE.value, _("Selective (attention scores)")
-    FULL = memory.Recompute.FULL.value, _("Full (keep each layer's input)")
+    NONE = training.Recompute.NONE.value, _("None")
+    SELECTIVE = training.Recompute.SELECTIVE.value, _("Selective (attention scores)")
+    FULL = training.Recompute.FULL.value, _("Full (keep each layer's input)")
 
 
 class Status(models.TextChoices):
@@ -165,9 +166,9 @@ def _limits(maximum: int, minimum: int = 1) -> list:
     return [MinValueValidator(minimum), MaxValueValidator(maximum)]
 
 
-SHAPE_LIMITS = memory.SHAPE_LIMITS
-MAX_TOKENS = memory.MAX_CONTEXT_TOKENS
-MAX_SESSIONS = memory.MAX_CONCURRENT_SESSIONS
+SHAPE_LIMITS = shapes.SHAPE_LIMITS
+MAX_TOKENS = inference.MAX_CONTEXT_TOKENS
+MAX_SESSIONS = inference.MAX_CONCURRENT_SESSIONS
 MAX_LATENCY_MS = 3_600_000  # one hour: anything slower is not a latency target
 
 
@@ -407,7 +408,7 @@ class WorkloadSummary(models.Model):
         _("ZeRO stage"), null=True, blank=True, validators=_limits(3, minimum=0), help_text=_("0 to 3; empty: 0.")
     )
     data_parallel_gpus = models.PositiveIntegerField(
-        _("data-parallel GPUs"), null=True, blank=True, validators=_limits(memory.MAX_GPUS), help_text=_("Empty: 1.")
+        _("data-parallel GPUs"), null=True, blank=True, validators=_limits(training.MAX_GPUS), help_text=_("Empty: 1.")
     )
     recompute = models.CharField(_("activation recomputation"), max_length=20, choices=Recompute.choices, blank=True)
     lora_rank = models.PositiveIntegerField(

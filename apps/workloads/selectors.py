@@ -13,7 +13,8 @@ from django.utils.translation import get_language
 from apps.catalog.models import GpuModel, SpecKey
 from apps.catalog.selectors import MemoryBasis, UsableMemory, gpu_catalog, usable_memory_bytes
 from apps.workloads import estimates, readiness, rules
-from apps.workloads.memory import Capacity, CapacitySource, ShapeError
+from apps.workloads.memory.capacity import Capacity, CapacitySource
+from apps.workloads.memory.errors import ShapeError
 from apps.workloads.models import WorkloadSummary
 from apps.workloads.shortlist import Shortlist, build_shortlist
 

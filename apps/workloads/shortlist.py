@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from apps.workloads import rules
 from apps.workloads.estimates import Analysis, GpuFit
-from apps.workloads.memory import FitStatus
+from apps.workloads.memory.capacity import FitStatus
 
 FITS_AS_PLANNED = 0
 TIGHT_AS_PLANNED = 1

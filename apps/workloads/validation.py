@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from apps.workloads import estimates, rules
-from apps.workloads.memory import ShapeError
+from apps.workloads.memory.errors import ShapeError
 
 # (smaller, larger, message): the first may not exceed the second.
 ORDERED_PAIRS = (

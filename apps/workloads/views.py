@@ -16,7 +16,9 @@ from apps.workloads import estimates, readiness, rules
 from apps.workloads.charts import memory_chart
 from apps.workloads.filters import WorkloadSummaryFilterSet
 from apps.workloads.forms import SECTIONS, WorkloadSummaryForm
-from apps.workloads.memory import TERM_LABELS, FitStatus, ShapeError
+from apps.workloads.memory.breakdown import TERM_LABELS
+from apps.workloads.memory.capacity import FitStatus
+from apps.workloads.memory.errors import ShapeError
 from apps.workloads.models import DecisionMetric, WorkloadSummary
 from apps.workloads.selectors import (
     SummaryReport,

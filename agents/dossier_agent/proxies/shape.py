@@ -1,9 +1,9 @@
 """The model shape a proxy is built from, read from a memory-fit job spec. No torch here: the job process reads and
 checks the spec before any probe process imports torch.
 
-The fields are those of `ModelShape` in the server's estimator (`apps/workloads/memory.py`), with the same names and
-defaults, and `parameter_breakdown` mirrors its parameter formulas term by term, so a proxy holds exactly the
-parameters the prediction counted:
+The fields are those of `ModelShape` in the server's estimator (`apps/workloads/memory/shapes.py`), with the same
+names and defaults, and `parameter_breakdown` mirrors its parameter formulas term by term, so a proxy holds exactly
+the parameters the prediction counted:
 
 - embedding V·h (encoders: (V + positions + token types)·h); an untied output head V·h (decoders only);
 - attention per layer h·a·d + 2·h·n_kv·d + a·d·h, plus biases a·d + 2·n_kv·d + h on encoders and a·d + 2·n_kv·d with

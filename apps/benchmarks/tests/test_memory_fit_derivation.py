@@ -11,7 +11,9 @@ from apps.benchmarks.models import PlanStatus
 from apps.benchmarks.plan_spec import normalise_plan_spec
 from apps.benchmarks.tests.memory_fit_support import TINY_SHAPE, tiny_candidate
 from apps.catalog.services import gpu_spec_set
-from apps.workloads import estimates, memory
+from apps.workloads import estimates
+from apps.workloads.memory.inference import estimate_inference
+from apps.workloads.memory.training import estimate_training
 from apps.workloads.tests.factories import ready_summary
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +37,8 @@ def test_spec_carries_the_shape_target_and_the_servers_prediction_for_the_edited
     settings = memory_fit.FitSettings(tokens=1024, concurrency=8, max_probes=3, probe_timeout_s=30, device="cpu")
     spec = memory_fit.derive_memory_fit_spec(plan=plan, settings=settings, origin={"candidate_id": 7},
                                          latency_limits={"p95_ttft_ms": 800})
-    expected = memory.estimate_inference(plan.shape, replace(plan.request, p95_context_tokens=1024,
-                                                             concurrent_sessions=8))
+    expected = estimate_inference(plan.shape, replace(plan.request, p95_context_tokens=1024,
+                                                      concurrent_sessions=8))
     assert spec["predicted"] == expected.as_dict()
     assert spec["model"]["num_layers"] == 32 and spec["model"]["num_kv_heads"] == 8
     assert spec["model"]["architecture"] == "dense" and spec["model"]["precision"] == "bf16"
@@ -60,7 +62,7 @@ def test_training_prediction_is_for_one_device_without_zero_sharding(team):
                             zero_stage=3, data_parallel_gpus=8)
     plan = estimates.plan_for(summary)
     spec = memory_fit.derive_memory_fit_spec(plan=plan, settings=memory_fit.default_settings(plan))
-    single = memory.estimate_training(plan.shape, replace(plan.request, zero_stage=0, data_parallel_gpus=1))
+    single = estimate_training(plan.shape, replace(plan.request, zero_stage=0, data_parallel_gpus=1))
     sharded = plan.breakdown()
     assert spec["workload"] == "training" and spec["training"]["method"] == "full"
     assert spec["predicted"]["total_bytes"] == single.total_bytes > sharded.total_bytes

@@ -11,7 +11,7 @@ from apps.benchmarks.models import BenchmarkPlan
 from apps.benchmarks.services import plan_dispatch
 from apps.benchmarks.tests.memory_fit_support import agent_result, tiny_candidate
 from apps.benchmarks.tests.test_memory_fit_results import _finish, _probes, _spec
-from apps.workloads import memory
+from apps.workloads.memory.breakdown import DEFAULT_SAFETY_MARGIN_FRACTION
 
 pytestmark = pytest.mark.django_db
 H200_TOTAL = 143771 * 2**20
@@ -31,7 +31,7 @@ def test_the_suggested_margin_is_the_largest_underestimate_of_the_total_rounded_
     assert margins["h200"].suggested_margin_pct == 13 and margins["h200"].max_underestimate_pct == 12.2
     assert margins["h200"].exceeds_current and not margins["h200"].provisional
     assert margins["h100"].suggested_margin_pct == 0 and margins["h100"].provisional
-    assert margins["h100"].current_margin_pct == 100 * memory.DEFAULT_SAFETY_MARGIN_FRACTION
+    assert margins["h100"].current_margin_pct == 100 * DEFAULT_SAFETY_MARGIN_FRACTION
 
 
 def test_the_residuals_figure_has_one_series_per_architecture_and_precision_with_min_max_whiskers():

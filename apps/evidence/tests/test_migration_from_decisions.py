@@ -66,7 +66,8 @@ def _check_before_the_move(old_model, figures, trail):
 def _check_after_the_move(trail):
     assert _content_types("decisions", "phase4input") == []
     (new_type,) = _content_types("evidence", "candidatefigure")
-    assert new_type == _check_before_the_move.old_type  # the same row, renamed: the audit entries never pointed elsewhere
+    # The same content type row, renamed: the audit entries never pointed elsewhere.
+    assert new_type == _check_before_the_move.old_type
     assert sorted(ObjectChange.objects.filter(content_type_id=new_type).values_list("pk", "object_id")) == trail
     constraints = connection.introspection.get_constraints(connection.cursor(), CandidateFigure._meta.db_table)
     assert "evidence_candidatefigure_referenced" in constraints

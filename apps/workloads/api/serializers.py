@@ -13,7 +13,9 @@ from rest_framework import serializers
 from apps.accounts.models import Team
 from apps.accounts.selectors import teams_for_user
 from apps.workloads import estimates, readiness, rules
-from apps.workloads.memory import EstimateKind, ShapeError, parse_hf_config, parse_hf_config_json
+from apps.workloads.memory.breakdown import EstimateKind
+from apps.workloads.memory.errors import ShapeError
+from apps.workloads.memory.hf_config import parse_hf_config, parse_hf_config_json
 from apps.workloads.models import Tool, WorkloadSummary
 from apps.workloads.services import EDITABLE_FIELDS
 from apps.workloads.validation import shape_error_message

@@ -25,15 +25,11 @@ from apps.workloads.api.serializers import (
     read_config,
 )
 from apps.workloads.filters import WorkloadSummaryFilterSet
-from apps.workloads.memory import (
-    TERM_LABELS,
-    Breakdown,
-    EstimateKind,
-    InferenceRequest,
-    ModelShape,
-    ShapeError,
-    TrainingRequest,
-)
+from apps.workloads.memory.breakdown import TERM_LABELS, Breakdown, EstimateKind
+from apps.workloads.memory.errors import ShapeError
+from apps.workloads.memory.inference import InferenceRequest
+from apps.workloads.memory.shapes import ModelShape
+from apps.workloads.memory.training import TrainingRequest
 from apps.workloads.selectors import catalog_gpus, summaries_for_user, summary_get, summary_report
 from apps.workloads.services import summary_mark_ready, summary_update, workload_create
 from apps.workloads.validation import shape_error_message

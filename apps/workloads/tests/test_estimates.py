@@ -5,9 +5,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from apps.workloads import estimates, memory
+from apps.workloads import estimates
 from apps.workloads.estimates import GpuCapacity, MissingInput
-from apps.workloads.memory import Capacity, CapacitySource, FitStatus, ShapeError
+from apps.workloads.memory.breakdown import EstimateKind
+from apps.workloads.memory.capacity import Capacity, CapacitySource, FitStatus
+from apps.workloads.memory.errors import ShapeError
+from apps.workloads.memory.hf_config import parse_hf_config_json
+from apps.workloads.memory.inference import InferenceRequest, estimate_inference
+from apps.workloads.memory.shapes import ModelShape
+from apps.workloads.memory.training import TrainingMethod
 from apps.workloads.tests.factories import REALTIME_READY_FIELDS
 
 GIB = 2**30
@@ -25,13 +31,13 @@ def gpu(name, gib, **figures):
 
 def test_realtime_inference_is_sized_at_p95_input_plus_output_and_peak_sessions():
     plan = estimates.plan_for(summary(**REALTIME_READY_FIELDS))
-    assert plan.kind is memory.EstimateKind.INFERENCE
+    assert plan.kind is EstimateKind.INFERENCE
     assert plan.request.p95_context_tokens == 3000 + 700
     assert plan.request.concurrent_sessions == 64
     assert plan.shape.num_kv_heads == 8
     # Same figures as the estimator alone on the same inputs: the summary adds nothing of its own.
-    direct = memory.estimate_inference(
-        memory.ModelShape(
+    direct = estimate_inference(
+        ModelShape(
             num_layers=32,
             hidden_size=4096,
             num_attention_heads=32,
@@ -40,7 +46,7 @@ def test_realtime_inference_is_sized_at_p95_input_plus_output_and_peak_sessions(
             vocab_size=128256,
             max_context_tokens=8192,
         ),
-        memory.InferenceRequest(p95_context_tokens=3700, concurrent_sessions=64),
+        InferenceRequest(p95_context_tokens=3700, concurrent_sessions=64),
     )
     assert plan.breakdown() == direct
     assert plan.breakdown().term("kv_cache").size_bytes == 131_072 * 3712 * 64  # 3,700 tokens → 232 blocks of 16
@@ -78,10 +84,10 @@ def test_training_uses_sequence_batch_zero_stage_and_gpus():
         "recompute": "full",
     }
     plan = estimates.plan_for(summary(**values))
-    assert plan.kind is memory.EstimateKind.TRAINING
+    assert plan.kind is EstimateKind.TRAINING
     assert (plan.request.sequence_length, plan.request.micro_batch_size) == (4096, 2)
     assert (plan.request.zero_stage, plan.request.data_parallel_gpus) == (3, 8)
-    assert plan.request.method is memory.TrainingMethod.FULL
+    assert plan.request.method is TrainingMethod.FULL
     assert plan.breakdown().gpus == 8
 
 
@@ -172,7 +178,7 @@ def test_config_values_and_extras_round_trip_through_a_summary():
         "tie_word_embeddings": False,
         "torch_dtype": "bfloat16",
     }
-    shape = memory.parse_hf_config_json(json.dumps(config))
+    shape = parse_hf_config_json(json.dumps(config))
     values = estimates.summary_values_from(shape)
     assert values["architecture"] == "moe"
     assert values["shape_extras"]["kv_lora_rank"] == 512
@@ -194,7 +200,7 @@ def test_analysis_fits_each_gpu_and_answers_the_inverse_questions():
     # More concurrency than the largest answer would not fit; the answer itself does.
     most = by_name["large"].largest_concurrency
     assert most >= 64
-    bigger = estimates.EstimatePlan(plan.kind, plan.shape, memory.InferenceRequest(3700, most + 1))
+    bigger = estimates.EstimatePlan(plan.kind, plan.shape, InferenceRequest(3700, most + 1))
     assert bigger.breakdown().total_bytes > large.capacity.total_bytes
 
 

@@ -9,20 +9,32 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from apps.workloads import memory
-from apps.workloads.memory import (
-    Architecture,
-    Breakdown,
-    Capacity,
-    CapacitySource,
-    EstimateKind,
-    FitStatus,
+from apps.workloads.memory.breakdown import TERM_LABELS, Breakdown, EstimateKind, Term
+from apps.workloads.memory.capacity import Capacity, CapacitySource, FitStatus, choose_capacity, fit
+from apps.workloads.memory.errors import ShapeError
+from apps.workloads.memory.hf_config import parse_hf_config, parse_hf_config_json
+from apps.workloads.memory.inference import (
     InferenceRequest,
-    ModelShape,
-    Precision,
-    ShapeError,
-    Term,
+    estimate_inference,
+    kv_cache_bytes_per_request,
+    kv_cache_bytes_per_token,
+    weights_term,
+)
+from apps.workloads.memory.precisions import Precision, bytes_per_parameter, quantisation_constant_bits
+from apps.workloads.memory.search import (
+    fewest_gpus_inference,
+    fewest_gpus_training,
+    largest_concurrency,
+    smallest_fitting_device,
+)
+from apps.workloads.memory.shapes import Architecture, ModelShape, parameter_count
+from apps.workloads.memory.training import (
     TrainingRequest,
+    activation_bytes_per_layer,
+    estimate_training,
+    lora_trainable_parameters,
+    model_state_terms,
+    output_activation_bytes,
 )
 
 GB = 10**9
@@ -157,7 +169,7 @@ def billions(count: int) -> float:
 
 @pytest.fixture
 def llama_3_8b() -> ModelShape:
-    return memory.parse_hf_config(LLAMA_3_8B_CONFIG)
+    return parse_hf_config(LLAMA_3_8B_CONFIG)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -170,22 +182,22 @@ def llama_3_8b() -> ModelShape:
     [("fp32", 4), ("bf16", 2), ("fp16", 2), ("fp8", 1), ("int8", 1), ("bfloat16", 2), ("FP16", 2), ("float32", 4)],
 )
 def test_bytes_per_parameter_of_unscaled_formats(precision, expected):
-    assert memory.bytes_per_parameter(precision) == expected
+    assert bytes_per_parameter(precision) == expected
 
 
 def test_int4_adds_a_16_bit_scale_and_4_bit_zero_point_per_group_of_128():
-    assert memory.bytes_per_parameter("int4") == Fraction(1, 2) + Fraction(20, 128 * 8)
+    assert bytes_per_parameter("int4") == Fraction(1, 2) + Fraction(20, 128 * 8)
 
 
 def test_nf4_constants_are_half_a_bit_per_parameter_and_0_127_with_double_quantisation():
-    assert memory.quantisation_constant_bits("nf4") == Fraction(1, 2)
-    assert round(float(memory.quantisation_constant_bits("nf4", double_quantisation=True)), 3) == 0.127
-    assert memory.bytes_per_parameter("nf4") == Fraction(1, 2) + Fraction(1, 16)
+    assert quantisation_constant_bits("nf4") == Fraction(1, 2)
+    assert round(float(quantisation_constant_bits("nf4", double_quantisation=True)), 3) == 0.127
+    assert bytes_per_parameter("nf4") == Fraction(1, 2) + Fraction(1, 16)
 
 
 def test_unknown_precision_is_rejected_by_name():
     with pytest.raises(ShapeError) as excinfo:
-        memory.bytes_per_parameter("fp6")
+        bytes_per_parameter("fp6")
     assert excinfo.value.field == "precision"
     assert "fp6" in excinfo.value.message
     with pytest.raises(ShapeError) as excinfo:
@@ -199,7 +211,7 @@ def test_unknown_precision_is_rejected_by_name():
 
 
 def test_llama_3_8b_has_its_published_8_03_billion_parameters(llama_3_8b):
-    count = memory.parameter_count(llama_3_8b)
+    count = parameter_count(llama_3_8b)
     assert count.total == 8_030_261_248
     assert count.active == count.total
     assert sum(term.count for term in count.terms) == count.total
@@ -216,68 +228,68 @@ def test_llama_3_8b_from_a_typed_shape_matches_the_config():
         vocab_size=128256,
         tied_embeddings=False,
     )
-    assert memory.parameter_count(shape).total == 8_030_261_248
+    assert parameter_count(shape).total == 8_030_261_248
 
 
 def test_tied_embeddings_count_the_matrix_once():
-    shape = memory.parse_hf_config(LLAMA_3_2_1B_CONFIG)
+    shape = parse_hf_config(LLAMA_3_2_1B_CONFIG)
     assert shape.tied_embeddings is True
-    assert memory.parameter_count(shape).total == 1_235_814_400  # Llama 3.2 1B
+    assert parameter_count(shape).total == 1_235_814_400  # Llama 3.2 1B
 
 
 def test_mixtral_total_and_active_parameters():
-    shape = memory.parse_hf_config(MIXTRAL_8X7B_CONFIG)
+    shape = parse_hf_config(MIXTRAL_8X7B_CONFIG)
     assert shape.architecture is Architecture.MOE
-    count = memory.parameter_count(shape)
+    count = parameter_count(shape)
     assert round(billions(count.total), 1) == 46.7
     assert round(billions(count.active), 1) == 12.9
 
 
 def test_deepseek_v2_lite_latent_attention_and_shared_experts():
-    shape = memory.parse_hf_config(DEEPSEEK_V2_LITE_CONFIG)
+    shape = parse_hf_config(DEEPSEEK_V2_LITE_CONFIG)
     assert shape.is_latent_attention
     assert (shape.kv_lora_rank, shape.qk_rope_head_dim) == (512, 64)
     assert (shape.num_experts, shape.num_experts_per_token, shape.num_shared_experts) == (64, 6, 2)
     assert shape.first_dense_layers == 1
-    count = memory.parameter_count(shape)
+    count = parameter_count(shape)
     assert round(billions(count.total), 1) == 15.7
     # 26 MoE layers each leave 64 − 6 routed experts (3 · 2,048 · 1,408 parameters each) idle per token.
     assert count.active == count.total - 26 * (64 - 6) * 3 * 2048 * 1408
 
 
 def test_qwen2_7b_counts_qkv_biases_and_ignores_a_disabled_window():
-    shape = memory.parse_hf_config(QWEN2_7B_CONFIG)
+    shape = parse_hf_config(QWEN2_7B_CONFIG)
     assert shape.qkv_bias is True
     assert shape.sliding_window is None
-    assert round(billions(memory.parameter_count(shape).total), 2) == 7.62
+    assert round(billions(parameter_count(shape).total), 2) == 7.62
 
 
 def test_gemma_7b_uses_the_stated_head_dim_and_ties_by_default():
-    shape = memory.parse_hf_config(GEMMA_7B_CONFIG)
+    shape = parse_hf_config(GEMMA_7B_CONFIG)
     assert shape.head_dim == 256
     assert shape.resolved_head_dim != shape.hidden_size // shape.num_attention_heads
     assert shape.tied_embeddings is True
-    assert round(billions(memory.parameter_count(shape).total), 2) == 8.54
+    assert round(billions(parameter_count(shape).total), 2) == 8.54
 
 
 def test_bert_base_encoder_has_109_482_240_parameters_and_no_kv_cache():
-    shape = memory.parse_hf_config(BERT_BASE_UNCASED_CONFIG)
+    shape = parse_hf_config(BERT_BASE_UNCASED_CONFIG)
     assert shape.architecture is Architecture.ENCODER
     assert shape.gated_ffn is False
-    assert memory.parameter_count(shape).total == 109_482_240
-    assert memory.kv_cache_bytes_per_token(shape) == 0
+    assert parameter_count(shape).total == 109_482_240
+    assert kv_cache_bytes_per_token(shape) == 0
 
 
 def test_diffusion_models_need_a_stated_parameter_count():
     shape = ModelShape(architecture="diffusion", num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=1)
     with pytest.raises(ShapeError) as excinfo:
-        memory.parameter_count(shape)
+        parameter_count(shape)
     assert excinfo.value.field == "params"
 
 
 def test_a_stated_parameter_count_wins_for_the_weights():
     shape = ModelShape(params=7_000_000_000, precision="fp16")
-    term = memory.weights_term(shape)
+    term = weights_term(shape)
     assert term.size_bytes == 14_000_000_000
     assert term.inputs["P source"] == "stated"
 
@@ -355,15 +367,15 @@ def test_parse_reads_gqa_dtype_and_context(llama_3_8b):
 
 def test_parse_reads_a_multimodal_wrapper_through_text_config():
     config = {"model_type": "llava", "torch_dtype": "float16", "text_config": LLAMA_3_8B_CONFIG | {"torch_dtype": None}}
-    shape = memory.parse_hf_config(config)
+    shape = parse_hf_config(config)
     assert shape.precision is Precision.FP16
-    assert memory.parameter_count(shape).total == 8_030_261_248
+    assert parameter_count(shape).total == 8_030_261_248
 
 
 def test_parse_reads_quantisation_config():
-    awq = memory.parse_hf_config({**LLAMA_3_8B_CONFIG, "quantization_config": {"quant_method": "awq", "bits": 4}})
+    awq = parse_hf_config({**LLAMA_3_8B_CONFIG, "quantization_config": {"quant_method": "awq", "bits": 4}})
     assert awq.precision is Precision.INT4
-    bnb = memory.parse_hf_config(
+    bnb = parse_hf_config(
         {
             **LLAMA_3_8B_CONFIG,
             "quantization_config": {
@@ -378,13 +390,13 @@ def test_parse_reads_quantisation_config():
 
 
 def test_parse_reads_sliding_windows():
-    mistral = memory.parse_hf_config(MISTRAL_7B_V01_CONFIG)
+    mistral = parse_hf_config(MISTRAL_7B_V01_CONFIG)
     assert (mistral.sliding_window, mistral.window_layer_count) == (4096, 32)
-    gemma2 = memory.parse_hf_config(
+    gemma2 = parse_hf_config(
         {**GEMMA_7B_CONFIG, "model_type": "gemma2", "num_hidden_layers": 42, "sliding_window": 4096}
     )
     assert gemma2.window_layer_count == 21
-    typed = memory.parse_hf_config(
+    typed = parse_hf_config(
         {**LLAMA_3_8B_CONFIG, "sliding_window": 1024, "layer_types": ["sliding_attention", "full_attention"] * 16}
     )
     assert typed.window_layer_count == 16
@@ -408,19 +420,19 @@ def test_parse_reads_sliding_windows():
 )
 def test_malformed_configs_get_a_clear_error(config, field, fragment):
     with pytest.raises(ShapeError) as excinfo:
-        memory.parse_hf_config(config)
+        parse_hf_config(config)
     assert excinfo.value.field == field
     assert fragment in excinfo.value.message
 
 
 def test_parse_json_text_reports_where_it_is_broken():
-    assert memory.parse_hf_config_json(json.dumps(LLAMA_3_8B_CONFIG)).num_layers == 32
+    assert parse_hf_config_json(json.dumps(LLAMA_3_8B_CONFIG)).num_layers == 32
     with pytest.raises(ShapeError) as excinfo:
-        memory.parse_hf_config_json('{"hidden_size": 4096,\n "num_hidden_layers": }')
+        parse_hf_config_json('{"hidden_size": 4096,\n "num_hidden_layers": }')
     assert excinfo.value.field == "config"
     assert "line 2" in excinfo.value.message
     with pytest.raises(ShapeError):
-        memory.parse_hf_config_json(b"\xff\xfe\x00")
+        parse_hf_config_json(b"\xff\xfe\x00")
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -429,30 +441,30 @@ def test_parse_json_text_reports_where_it_is_broken():
 
 
 def test_llama_3_8b_bf16_kv_cache_is_131_072_bytes_per_token(llama_3_8b):
-    assert memory.kv_cache_bytes_per_token(llama_3_8b) == 131_072  # 2 · 32 · 8 · 128 · 2
-    assert memory.kv_cache_bytes_per_token(llama_3_8b, "fp8") == 65_536
+    assert kv_cache_bytes_per_token(llama_3_8b) == 131_072  # 2 · 32 · 8 · 128 · 2
+    assert kv_cache_bytes_per_token(llama_3_8b, "fp8") == 65_536
 
 
 def test_kv_cache_rounds_each_request_up_to_whole_blocks(llama_3_8b):
-    assert memory.kv_cache_bytes_per_request(llama_3_8b, 1000) == 1008 * 131_072
-    assert memory.kv_cache_bytes_per_request(llama_3_8b, 1024) == 1024 * 131_072
-    assert memory.kv_cache_bytes_per_request(llama_3_8b, 1000, block_size_tokens=1) == 1000 * 131_072
+    assert kv_cache_bytes_per_request(llama_3_8b, 1000) == 1008 * 131_072
+    assert kv_cache_bytes_per_request(llama_3_8b, 1024) == 1024 * 131_072
+    assert kv_cache_bytes_per_request(llama_3_8b, 1000, block_size_tokens=1) == 1000 * 131_072
 
 
 def test_latent_attention_caches_the_compressed_kv_only():
-    shape = memory.parse_hf_config(DEEPSEEK_V2_LITE_CONFIG)
-    assert memory.kv_cache_bytes_per_token(shape) == 27 * (512 + 64) * 2
+    shape = parse_hf_config(DEEPSEEK_V2_LITE_CONFIG)
+    assert kv_cache_bytes_per_token(shape) == 27 * (512 + 64) * 2
 
 
 def test_sliding_window_layers_keep_at_most_the_window():
-    shape = memory.parse_hf_config(MISTRAL_7B_V01_CONFIG)
-    assert memory.kv_cache_bytes_per_request(shape, 32768) == 4096 * 131_072
-    assert memory.kv_cache_bytes_per_request(shape, 2000) == 2000 * 131_072
+    shape = parse_hf_config(MISTRAL_7B_V01_CONFIG)
+    assert kv_cache_bytes_per_request(shape, 32768) == 4096 * 131_072
+    assert kv_cache_bytes_per_request(shape, 2000) == 2000 * 131_072
 
 
 def test_kv_cache_cannot_be_stored_as_nf4(llama_3_8b):
     with pytest.raises(ShapeError) as excinfo:
-        memory.kv_cache_bytes_per_token(llama_3_8b, "nf4")
+        kv_cache_bytes_per_token(llama_3_8b, "nf4")
     assert excinfo.value.field == "kv_cache_precision"
 
 
@@ -463,7 +475,7 @@ def test_kv_cache_cannot_be_stored_as_nf4(llama_3_8b):
 
 def test_inference_breakdown_of_llama_3_8b(llama_3_8b):
     request = InferenceRequest(p95_context_tokens=8192, concurrent_sessions=16)
-    breakdown = memory.estimate_inference(llama_3_8b, request)
+    breakdown = estimate_inference(llama_3_8b, request)
     assert breakdown.kind is EstimateKind.INFERENCE
     assert [term.name for term in breakdown.terms] == [
         "weights",
@@ -488,30 +500,30 @@ def test_inference_breakdown_of_llama_3_8b(llama_3_8b):
 
 def test_tensor_parallelism_splits_weights_and_kv_but_not_beyond_the_kv_heads(llama_3_8b):
     base = InferenceRequest(p95_context_tokens=4096, concurrent_sessions=8)
-    one = memory.estimate_inference(llama_3_8b, base)
-    two = memory.estimate_inference(llama_3_8b, replace(base, tensor_parallel=2))
+    one = estimate_inference(llama_3_8b, base)
+    two = estimate_inference(llama_3_8b, replace(base, tensor_parallel=2))
     assert two.gpus == 2
     assert two.term("weights").size_bytes == one.term("weights").size_bytes // 2
     assert two.term("kv_cache").size_bytes == one.term("kv_cache").size_bytes // 2
-    sixteen = memory.estimate_inference(llama_3_8b, replace(base, tensor_parallel=16))
+    sixteen = estimate_inference(llama_3_8b, replace(base, tensor_parallel=16))
     assert sixteen.term("kv_cache").size_bytes == one.term("kv_cache").size_bytes // 8
     with pytest.raises(ShapeError) as excinfo:
-        memory.estimate_inference(llama_3_8b, replace(base, tensor_parallel=3))
+        estimate_inference(llama_3_8b, replace(base, tensor_parallel=3))
     assert excinfo.value.field == "tensor_parallel"
 
 
 def test_quantised_weights_keep_embeddings_and_head_in_16_bit(llama_3_8b):
     shape = replace(llama_3_8b, precision="int4")
-    term = memory.weights_term(shape)
+    term = weights_term(shape)
     unquantised = 2 * 128256 * 4096 + 32 * 2 * 4096 + 4096
     quantised = 8_030_261_248 - unquantised
-    assert term.size_bytes == math.ceil(quantised * memory.bytes_per_parameter("int4") + unquantised * 2)
+    assert term.size_bytes == math.ceil(quantised * bytes_per_parameter("int4") + unquantised * 2)
     assert "P_quantised" in term.formula
 
 
 def test_context_beyond_the_model_window_is_rejected(llama_3_8b):
     with pytest.raises(ShapeError) as excinfo:
-        memory.estimate_inference(llama_3_8b, InferenceRequest(p95_context_tokens=16384, concurrent_sessions=1))
+        estimate_inference(llama_3_8b, InferenceRequest(p95_context_tokens=16384, concurrent_sessions=1))
     assert excinfo.value.field == "p95_context_tokens"
 
 
@@ -532,17 +544,15 @@ def test_bad_inference_requests_name_the_field(changes, field):
 
 
 def test_encoders_are_estimated_without_a_kv_cache():
-    shape = memory.parse_hf_config(BERT_BASE_UNCASED_CONFIG)
-    breakdown = memory.estimate_inference(shape, InferenceRequest(p95_context_tokens=512, concurrent_sessions=32))
+    shape = parse_hf_config(BERT_BASE_UNCASED_CONFIG)
+    breakdown = estimate_inference(shape, InferenceRequest(p95_context_tokens=512, concurrent_sessions=32))
     assert breakdown.term("kv_cache").size_bytes == 0
     assert breakdown.term("activation_peak").size_bytes == 8192 * (2 * 768 + 3 * 3072) * 2
 
 
 def test_a_params_only_shape_cannot_size_the_kv_cache():
     with pytest.raises(ShapeError) as excinfo:
-        memory.estimate_inference(
-            ModelShape(params=7 * GB), InferenceRequest(p95_context_tokens=10, concurrent_sessions=1)
-        )
+        estimate_inference(ModelShape(params=7 * GB), InferenceRequest(p95_context_tokens=10, concurrent_sessions=1))
     assert excinfo.value.field == "num_layers"
 
 
@@ -553,12 +563,12 @@ def test_a_params_only_shape_cannot_size_the_kv_cache():
 
 @pytest.mark.parametrize(("stage", "expected_gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_paper_figure_1_model_states_per_gpu(stage, expected_gb):
-    terms = memory.model_state_terms(7_500_000_000, stage, 64)
+    terms = model_state_terms(7_500_000_000, stage, 64)
     assert round(sum(term.size_bytes for term in terms) / GB, 1) == expected_gb
 
 
 def test_zero_terms_show_which_state_is_sharded():
-    weights, gradients, optimizer = memory.model_state_terms(1000, 2, 4)
+    weights, gradients, optimizer = model_state_terms(1000, 2, 4)
     assert (weights.formula, gradients.formula, optimizer.formula) == ("2·P/t", "2·P/(t·N)", "12·P/(t·N)")
     assert (weights.size_bytes, gradients.size_bytes, optimizer.size_bytes) == (2000, 500, 3000)
 
@@ -566,51 +576,51 @@ def test_zero_terms_show_which_state_is_sharded():
 def test_activation_formulas_of_korthikanti_et_al():
     common = {"sequence_length": 2048, "micro_batch_size": 1, "hidden_size": 4096, "attention_heads": 32}
     # s·b·h·(34 + 5·a·s/h) = 2048 · 4096 · (34 + 80)
-    assert memory.activation_bytes_per_layer(**common)[0] == 2048 * 4096 * 114
-    assert memory.activation_bytes_per_layer(**common, flash_attention=True)[0] == 2048 * 4096 * 34
-    assert memory.activation_bytes_per_layer(**common, recompute="selective")[0] == 2048 * 4096 * 34
-    assert memory.activation_bytes_per_layer(**common, recompute="full")[0] == 2 * 2048 * 4096
+    assert activation_bytes_per_layer(**common)[0] == 2048 * 4096 * 114
+    assert activation_bytes_per_layer(**common, flash_attention=True)[0] == 2048 * 4096 * 34
+    assert activation_bytes_per_layer(**common, recompute="selective")[0] == 2048 * 4096 * 34
+    assert activation_bytes_per_layer(**common, recompute="full")[0] == 2 * 2048 * 4096
     # With t = 8: s·b·h·(10 + 24/8 + 5·a·s/(h·8)) = 2048 · 4096 · (10 + 3 + 10)
-    assert memory.activation_bytes_per_layer(**common, tensor_parallel=8)[0] == 2048 * 4096 * 23
-    assert memory.output_activation_bytes(
+    assert activation_bytes_per_layer(**common, tensor_parallel=8)[0] == 2048 * 4096 * 23
+    assert output_activation_bytes(
         sequence_length=2048, micro_batch_size=1, hidden_size=4096, vocab_size=128256
     ) == 4 * 2048 * (4096 + 128256)
 
 
 def test_full_training_breakdown(llama_3_8b):
     request = TrainingRequest(sequence_length=2048, micro_batch_size=1, zero_stage=3, data_parallel_gpus=8)
-    breakdown = memory.estimate_training(llama_3_8b, request)
+    breakdown = estimate_training(llama_3_8b, request)
     assert breakdown.kind is EstimateKind.TRAINING
     assert breakdown.gpus == 8
     states = sum(breakdown.term(name).size_bytes for name in ("weights", "gradients", "optimizer_states"))
     assert states == 16 * 8_030_261_248 // 8
     assert breakdown.term("activations").size_bytes == 32 * 2048 * 4096 * 34  # FlashAttention by default
-    full = memory.estimate_training(llama_3_8b, replace(request, recompute="full"))
+    full = estimate_training(llama_3_8b, replace(request, recompute="full"))
     assert full.term("activations").size_bytes == 32 * 2 * 2048 * 4096 + 2048 * 4096 * 34
     assert "one layer recomputed" in full.term("activations").formula
 
 
 def test_lora_on_all_linear_layers_of_llama_3_8b_trains_41_943_040_parameters(llama_3_8b):
-    assert memory.lora_trainable_parameters(llama_3_8b, 16) == 41_943_040
-    assert memory.lora_trainable_parameters(llama_3_8b, 8, ("q", "v")) == 3_407_872
+    assert lora_trainable_parameters(llama_3_8b, 16) == 41_943_040
+    assert lora_trainable_parameters(llama_3_8b, 8, ("q", "v")) == 3_407_872
 
 
 def test_qlora_keeps_an_nf4_base_and_trains_adapters_with_adam(llama_3_8b):
     request = TrainingRequest(sequence_length=1024, method="qlora", lora_rank=16)
-    breakdown = memory.estimate_training(llama_3_8b, request)
+    breakdown = estimate_training(llama_3_8b, request)
     unquantised = 1_050_939_392
-    nf4 = memory.bytes_per_parameter("nf4", double_quantisation=True)
+    nf4 = bytes_per_parameter("nf4", double_quantisation=True)
     expected_base = math.ceil((8_030_261_248 - unquantised) * nf4 + unquantised * 2)
     assert breakdown.term("frozen_base_weights").size_bytes == expected_base
     adapters = sum(breakdown.term(name).size_bytes for name in ("weights", "gradients", "optimizer_states"))
     assert adapters == 16 * 41_943_040
-    lora = memory.estimate_training(llama_3_8b, replace(request, method="lora"))
+    lora = estimate_training(llama_3_8b, replace(request, method="lora"))
     assert lora.term("frozen_base_weights").size_bytes == 2 * 8_030_261_248
 
 
 def test_training_a_params_only_shape_needs_the_layer_shape_for_activations():
     with pytest.raises(ShapeError) as excinfo:
-        memory.estimate_training(ModelShape(params=7 * GB), TrainingRequest(sequence_length=2048))
+        estimate_training(ModelShape(params=7 * GB), TrainingRequest(sequence_length=2048))
     assert excinfo.value.field == "num_layers"
 
 
@@ -636,19 +646,19 @@ def test_bad_training_requests_name_the_field(changes, field):
 
 
 def test_capacity_prefers_measured_then_catalog_then_datasheet():
-    measured = memory.choose_capacity(measured_total_mib=143_771, catalog_usable_mib=143_000, datasheet_gb=141)
+    measured = choose_capacity(measured_total_mib=143_771, catalog_usable_mib=143_000, datasheet_gb=141)
     assert (measured.source, measured.total_bytes) == (CapacitySource.MEASURED, 143_771 * MIB)
     assert round(measured.total_gib, 1) == 140.4
     assert "NVML" in measured.source_label
-    catalog = memory.choose_capacity(catalog_usable_mib=81_559, datasheet_gb=80)
+    catalog = choose_capacity(catalog_usable_mib=81_559, datasheet_gb=80)
     assert (catalog.source, catalog.total_bytes) == (CapacitySource.CATALOG, 81_559 * MIB)
-    datasheet = memory.choose_capacity(datasheet_gb="141")
+    datasheet = choose_capacity(datasheet_gb="141")
     assert (datasheet.source, datasheet.total_bytes) == (CapacitySource.DATASHEET, 141 * GB)
     with pytest.raises(ShapeError) as excinfo:
-        memory.choose_capacity()
+        choose_capacity()
     assert excinfo.value.field == "capacity"
     with pytest.raises(ShapeError):
-        memory.choose_capacity(datasheet_gb="lots")
+        choose_capacity(datasheet_gb="lots")
 
 
 def breakdown_of(total_bytes: int) -> Breakdown:
@@ -657,16 +667,16 @@ def breakdown_of(total_bytes: int) -> Breakdown:
 
 def test_fit_statuses_and_headroom():
     capacity = Capacity(100 * GIB, CapacitySource.DATASHEET, "test")
-    roomy = memory.fit(breakdown_of(80 * GIB), capacity)
+    roomy = fit(breakdown_of(80 * GIB), capacity)
     assert roomy.status is FitStatus.FITS
     assert roomy.headroom_gib == 20
     assert roomy.headroom_percent == 20
-    tight = memory.fit(breakdown_of(95 * GIB), capacity)
+    tight = fit(breakdown_of(95 * GIB), capacity)
     assert tight.status is FitStatus.TIGHT
-    assert memory.fit(breakdown_of(95 * GIB), capacity, tight_headroom_fraction=0.04).status is FitStatus.FITS
-    exact = memory.fit(breakdown_of(100 * GIB), capacity)
+    assert fit(breakdown_of(95 * GIB), capacity, tight_headroom_fraction=0.04).status is FitStatus.FITS
+    exact = fit(breakdown_of(100 * GIB), capacity)
     assert (exact.status, exact.headroom_bytes) == (FitStatus.TIGHT, 0)
-    over = memory.fit(breakdown_of(101 * GIB), capacity)
+    over = fit(breakdown_of(101 * GIB), capacity)
     assert over.status is FitStatus.DOES_NOT_FIT
     assert over.headroom_gib == -1
     assert over.headroom_percent == -1
@@ -678,60 +688,60 @@ def test_fit_statuses_and_headroom():
 
 
 def test_largest_concurrency_of_llama_3_8b_on_an_h100(llama_3_8b):
-    capacity = memory.choose_capacity(measured_total_mib=81_559)
+    capacity = choose_capacity(measured_total_mib=81_559)
     request = InferenceRequest(p95_context_tokens=8192, concurrent_sessions=1)
-    sessions = memory.largest_concurrency(llama_3_8b, request, capacity)
+    sessions = largest_concurrency(llama_3_8b, request, capacity)
     assert sessions is not None
     assert sessions > 1
-    at_max = memory.estimate_inference(llama_3_8b, replace(request, concurrent_sessions=sessions))
-    beyond = memory.estimate_inference(llama_3_8b, replace(request, concurrent_sessions=sessions + 1))
+    at_max = estimate_inference(llama_3_8b, replace(request, concurrent_sessions=sessions))
+    beyond = estimate_inference(llama_3_8b, replace(request, concurrent_sessions=sessions + 1))
     assert at_max.total_bytes <= capacity.total_bytes < beyond.total_bytes
 
 
 def test_largest_concurrency_is_zero_when_the_weights_alone_do_not_fit(llama_3_8b):
-    capacity = memory.choose_capacity(datasheet_gb=16)
+    capacity = choose_capacity(datasheet_gb=16)
     request = InferenceRequest(p95_context_tokens=1024, concurrent_sessions=1)
-    assert memory.largest_concurrency(llama_3_8b, request, capacity) == 0
+    assert largest_concurrency(llama_3_8b, request, capacity) == 0
 
 
 def test_fewest_tensor_parallel_gpus_for_llama_3_70b_on_80_gb():
-    shape = memory.parse_hf_config(LLAMA_3_70B_CONFIG)
-    capacity = memory.choose_capacity(catalog_usable_mib=81_559)
+    shape = parse_hf_config(LLAMA_3_70B_CONFIG)
+    capacity = choose_capacity(catalog_usable_mib=81_559)
     request = InferenceRequest(p95_context_tokens=8192, concurrent_sessions=8)
-    answer = memory.fewest_gpus_inference(shape, request, capacity)
+    answer = fewest_gpus_inference(shape, request, capacity)
     assert answer is not None
     degree, breakdown = answer
     assert degree == 4
     assert breakdown.gpus == 4
-    assert memory.fit(breakdown, capacity).fits
-    smaller = memory.estimate_inference(shape, replace(request, tensor_parallel=2))
-    assert not memory.fit(smaller, capacity).fits
-    assert memory.fewest_gpus_inference(shape, request, capacity, degrees=(1, 2)) is None
+    assert fit(breakdown, capacity).fits
+    smaller = estimate_inference(shape, replace(request, tensor_parallel=2))
+    assert not fit(smaller, capacity).fits
+    assert fewest_gpus_inference(shape, request, capacity, degrees=(1, 2)) is None
 
 
 def test_fewest_zero_3_gpus_for_a_training_run(llama_3_8b):
-    capacity = memory.choose_capacity(catalog_usable_mib=81_559)
+    capacity = choose_capacity(catalog_usable_mib=81_559)
     request = TrainingRequest(sequence_length=4096, zero_stage=3, recompute="full")
-    answer = memory.fewest_gpus_training(llama_3_8b, request, capacity)
+    answer = fewest_gpus_training(llama_3_8b, request, capacity)
     assert answer is not None
     gpus, breakdown = answer
     assert breakdown.total_bytes <= capacity.total_bytes
     assert gpus > 1
-    fewer = memory.estimate_training(llama_3_8b, replace(request, data_parallel_gpus=gpus - 1))
+    fewer = estimate_training(llama_3_8b, replace(request, data_parallel_gpus=gpus - 1))
     assert fewer.total_bytes > capacity.total_bytes
 
 
 def test_smallest_fitting_device_picks_the_least_memory_that_fits():
     devices = {
-        "L4": memory.choose_capacity(datasheet_gb=24),
-        "L40S": memory.choose_capacity(datasheet_gb=48),
-        "H100": memory.choose_capacity(catalog_usable_mib=81_559),
-        "H200": memory.choose_capacity(measured_total_mib=143_771),
+        "L4": choose_capacity(datasheet_gb=24),
+        "L40S": choose_capacity(datasheet_gb=48),
+        "H100": choose_capacity(catalog_usable_mib=81_559),
+        "H200": choose_capacity(measured_total_mib=143_771),
     }
-    name, result = memory.smallest_fitting_device(breakdown_of(40 * GIB), devices)
+    name, result = smallest_fitting_device(breakdown_of(40 * GIB), devices)
     assert name == "L40S"
     assert result.capacity is devices["L40S"]
-    assert memory.smallest_fitting_device(breakdown_of(200 * GIB), devices) is None
+    assert smallest_fitting_device(breakdown_of(200 * GIB), devices) is None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -777,16 +787,16 @@ inference_requests = st.builds(
 @given(shape=decoder_shapes(), request=inference_requests, more_context=st.integers(0, 100_000))
 def test_more_context_never_needs_less_memory(shape, request, more_context):
     longer = replace(request, p95_context_tokens=request.p95_context_tokens + more_context)
-    base = memory.estimate_inference(shape, request)
-    assert memory.estimate_inference(shape, longer).total_bytes >= base.total_bytes
+    base = estimate_inference(shape, request)
+    assert estimate_inference(shape, longer).total_bytes >= base.total_bytes
 
 
 @settings(max_examples=80, deadline=None)
 @given(shape=decoder_shapes(), request=inference_requests, more_sessions=st.integers(0, 1000))
 def test_more_concurrency_never_needs_less_memory(shape, request, more_sessions):
     busier = replace(request, concurrent_sessions=request.concurrent_sessions + more_sessions)
-    base = memory.estimate_inference(shape, request)
-    assert memory.estimate_inference(shape, busier).total_bytes >= base.total_bytes
+    base = estimate_inference(shape, request)
+    assert estimate_inference(shape, busier).total_bytes >= base.total_bytes
 
 
 @settings(max_examples=80, deadline=None)
@@ -800,37 +810,37 @@ def test_more_concurrency_never_needs_less_memory(shape, request, more_sessions)
 def test_more_gpus_under_zero_3_never_need_more_per_gpu(shape, sequence, gpus, more_gpus, method):
     request = TrainingRequest(sequence_length=sequence, zero_stage=3, data_parallel_gpus=gpus, method=method)
     wider = replace(request, data_parallel_gpus=gpus + more_gpus)
-    base = memory.estimate_training(shape, request)
-    assert memory.estimate_training(shape, wider).total_bytes <= base.total_bytes
+    base = estimate_training(shape, request)
+    assert estimate_training(shape, wider).total_bytes <= base.total_bytes
 
 
 @settings(max_examples=40, deadline=None)
 @given(shape=decoder_shapes(), request=inference_requests, capacity_factor=st.floats(1.0, 6.0))
 def test_largest_concurrency_fits_and_one_more_does_not(shape, request, capacity_factor):
-    weights = memory.weights_term(shape).size_bytes
+    weights = weights_term(shape).size_bytes
     capacity = Capacity(max(1, int((weights + 2 * GIB) * capacity_factor)), CapacitySource.DATASHEET, "test")
-    sessions = memory.largest_concurrency(shape, request, capacity, upper_bound=100_000)
+    sessions = largest_concurrency(shape, request, capacity, upper_bound=100_000)
     assume(sessions is not None)
     if sessions:
-        at_max = memory.estimate_inference(shape, replace(request, concurrent_sessions=sessions))
+        at_max = estimate_inference(shape, replace(request, concurrent_sessions=sessions))
         assert at_max.total_bytes <= capacity.total_bytes
-    beyond = memory.estimate_inference(shape, replace(request, concurrent_sessions=sessions + 1))
+    beyond = estimate_inference(shape, replace(request, concurrent_sessions=sessions + 1))
     assert beyond.total_bytes > capacity.total_bytes
 
 
 @settings(max_examples=60, deadline=None)
 @given(shape=decoder_shapes())
 def test_parameter_terms_add_up_and_active_never_exceeds_total(shape):
-    count = memory.parameter_count(shape)
+    count = parameter_count(shape)
     assert sum(term.count for term in count.terms) == count.total
     assert 0 < count.unquantised < count.total
     assert count.active <= count.total
 
 
 def test_every_term_an_estimate_produces_has_a_label(llama_3_8b):
-    inference = memory.estimate_inference(llama_3_8b, InferenceRequest(p95_context_tokens=1024, concurrent_sessions=1))
+    inference = estimate_inference(llama_3_8b, InferenceRequest(p95_context_tokens=1024, concurrent_sessions=1))
     names = {term.name for term in inference.terms}
     for method in ("full", "lora", "qlora"):
         request = TrainingRequest(sequence_length=1024, method=method, recompute="full")
-        names |= {term.name for term in memory.estimate_training(llama_3_8b, request).terms}
-    assert names <= set(memory.TERM_LABELS)
+        names |= {term.name for term in estimate_training(llama_3_8b, request).terms}
+    assert names <= set(TERM_LABELS)

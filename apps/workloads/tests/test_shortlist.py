@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 from apps.workloads import estimates, rules
 from apps.workloads.estimates import GpuCapacity
-from apps.workloads.memory import Capacity, CapacitySource
+from apps.workloads.memory.capacity import Capacity, CapacitySource
 from apps.workloads.shortlist import DOES_NOT_FIT, FITS_AS_PLANNED, FITS_WITH_MORE_GPUS, build_shortlist
 from apps.workloads.tests.factories import REALTIME_READY_FIELDS
 
