@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from dossier_agent import metrics
+from dossier_agent.contract import metrics
 
 from apps.benchmarks.models import Result, ResultStatus
 from apps.benchmarks.storage import artifact_storage

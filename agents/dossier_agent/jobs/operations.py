@@ -15,8 +15,8 @@ from the health URL) and until the first successful request, the time the stack 
 requests lost for good. Every request is accounted for: succeeded at the first try, retried then succeeded, or lost
 (every attempt failed, or still running when the drain limit came: `cut_at_end`). One timeline per scenario, per
 second of the load: requests sent, retries, successes, failed attempts by kind, E2E p50/p90/p99 of the successes
-(a percentile only from enough samples: `dossier_agent.metrics`), the share of good health checks, and the event
-markers.
+(a percentile only from enough samples: `dossier_agent.contract.metrics`), the share of good health checks, and the
+event markers.
 
 **Cold start**: stop → start, `repeats` times, without load: time to healthy, to the first successful token, and the
 stack's own ready time. **Proxy model load** (optional `proxy_model`): in a fresh process each time, the time to
@@ -272,7 +272,7 @@ def _successes(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict
 def latency_window(records: list[dict[str, Any]], start: float, end: float) -> dict[str, Any]:
     """E2E (first send of the request → end of its successful attempt, retries included) and TTFT percentiles of
     requests first sent in [start, end)."""
-    from dossier_agent import metrics
+    from dossier_agent.contract import metrics
 
     e2e, ttft = [], []
     for record, attempt in _successes(records):
@@ -296,7 +296,7 @@ def timeline(records: list[dict[str, Any]], health: list[tuple[float, bool]], t0
              markers: dict[str, float | None]) -> dict[str, Any]:
     """Per second from t0: requests sent, retries, successes, failed attempts by kind, E2E percentiles of the
     successes ending in that second, the share of good health checks; event markers in seconds from t0."""
-    from dossier_agent import metrics
+    from dossier_agent.contract import metrics
 
     seconds = max(1, math.ceil(end - t0))
     rows = [{"t": second, "sent": 0, "retries": 0, "succeeded": 0, "errors": {}, "e2e": [], "health": []}

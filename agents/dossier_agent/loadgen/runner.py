@@ -2,9 +2,9 @@
 
 Every loop is bounded in count (`max_requests`, the schedule's length) and in time (`duration_s`, then at most
 `drain_s` for the requests still in flight, which are cut and recorded as `cut_at_end`). The measured window is
-[`warmup_s`, `duration_s` − `cooldown_s`] of scheduled time; the summary (`dossier_agent.metrics.summarize`) marks
-the run invalid when the send-lag p99 exceeds `send_lag_p99_limit_s` or when the window is shorter than
-`min_window_s`.
+[`warmup_s`, `duration_s` − `cooldown_s`] of scheduled time; the summary
+(`dossier_agent.contract.metrics.summarize`) marks the run invalid when the send-lag p99 exceeds
+`send_lag_p99_limit_s` or when the window is shorter than `min_window_s`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from dossier_agent import metrics
+from dossier_agent.contract import metrics
 from dossier_agent.loadgen import acceptance, prompts, schedule
 from dossier_agent.loadgen.clients import (
     APIS,

@@ -1,6 +1,6 @@
 """Sweeps and the capacity search: the highest offered rate (or concurrency) whose SLO attainment stays at or above
-the target (`dossier_agent.metrics.capacity_at_slo`), found by stepping up geometrically until a level fails, then
-bisecting between the last passing and the first failing level. Bounded: at most `max_levels` runs.
+the target (`dossier_agent.contract.metrics.capacity_at_slo`), found by stepping up geometrically until a level
+fails, then bisecting between the last passing and the first failing level. Bounded: at most `max_levels` runs.
 
 Sweep spec (`spec["sweep"]`):
 - `levels`: an explicit list of rates (or concurrencies) to run, in order; or
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from dossier_agent import metrics
+from dossier_agent.contract import metrics
 from dossier_agent.loadgen.runner import LoadResult, LoadSpec, SpecError, run_load
 
 DEFAULT_MAX_LEVELS = 12

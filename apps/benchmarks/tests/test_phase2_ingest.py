@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from dossier_agent import metrics
+from dossier_agent.contract import metrics
 from dossier_agent.jobs import throughput
 from dossier_agent.loadgen.runner import LoadSpec
 
