@@ -67,7 +67,7 @@ def read_columns(artifact) -> metrics.Columns:
 
 def load_spec(result: Result):
     """The agent's load spec as it ran (stored in the result, every default filled in), else the job's spec."""
-    from dossier_agent.loadgen.runner import LoadSpec
+    from dossier_agent.contract.load_spec import LoadSpec
 
     stored = (result.result or {}).get("spec") if isinstance(result.result, dict) else None
     data = stored if isinstance(stored, dict) else {k: v for k, v in (result.spec or {}).items()
@@ -125,7 +125,7 @@ def summarize_run(result: Result, artifacts: dict[str, Any], spec) -> dict[str, 
 
 
 def summarize_sweep(result: Result, artifacts: dict[str, Any], spec, sweep_spec: dict[str, Any]) -> dict[str, Any]:
-    from dossier_agent.loadgen.sweep import _level_spec
+    from dossier_agent.contract.load_spec import level_spec
 
     agent_sweep = (result.result or {}).get("sweep") or {}
     key = agent_sweep.get("key") or sweep_spec.get("key", "rate")
@@ -140,7 +140,7 @@ def summarize_sweep(result: Result, artifacts: dict[str, Any], spec, sweep_spec:
         name = f"records-{value:g}.npz"
         if name not in artifacts:
             raise RecordsMissing(f"{name} was not uploaded")
-        level = _level_spec(spec, key, value, sweep_spec)
+        level = level_spec(spec, key, value, sweep_spec)
         summary = metrics.summarize(read_columns(artifacts[name]), offered_rate=value if key == "rate" else None,
                                     **summarize_parameters(level))
         summaries[value] = (summary, artifacts[name].sha256)

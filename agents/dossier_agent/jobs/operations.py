@@ -369,8 +369,8 @@ class SteadyLoad:
     """Constant-rate open-loop load (the load generator's HTTP client) with client retries, in its own thread."""
 
     def __init__(self, base_url: str, endpoint: dict[str, Any], load: dict[str, Any]):
+        from dossier_agent.contract.load_spec import Target
         from dossier_agent.loadgen.clients import RequestBuilder, api_path
-        from dossier_agent.loadgen.http import Target
         from dossier_agent.loadgen.prompts import PromptItem
 
         self.target = Target.parse(base_url)

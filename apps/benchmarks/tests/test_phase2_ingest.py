@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from dossier_agent.contract import metrics
+from dossier_agent.contract.load_spec import LoadSpec
 from dossier_agent.jobs import throughput
-from dossier_agent.loadgen.runner import LoadSpec
 
 from apps.benchmarks import phase2, tasks
 from apps.benchmarks.models import Result
