@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dossier_agent.contract.verdicts import bus_bandwidth
 from dossier_agent.errors import JobCancelled
 
 KIND = "allreduce"
@@ -69,16 +70,8 @@ class AllReduceSpecError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Pure arithmetic
+# Message sizes (pure arithmetic; the bus bandwidth: contract.verdicts)
 # ----------------------------------------------------------------------------------------------------------------------
-
-
-def bus_bandwidth(size_bytes: int, seconds: float, ranks: int) -> tuple[float, float]:
-    """(algbw, busbw) in bytes/s for one all-reduce of `size_bytes` over `ranks` ranks taking `seconds`."""
-    if seconds <= 0 or ranks < 1:
-        raise ValueError("seconds must be positive and ranks at least 1")
-    algbw = size_bytes / seconds
-    return algbw, algbw * 2 * (ranks - 1) / ranks
 
 
 def message_sizes(spec: dict[str, Any], label: str, element_bytes: int) -> list[int]:
