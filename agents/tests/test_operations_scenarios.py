@@ -7,9 +7,9 @@ import socket
 import pytest
 from dossier_agent.jobs import operations as job
 from dossier_agent.jobs.allreduce import free_port
-from dossier_agent.operations import OperationRefused
+from dossier_agent.serving_stack import OperationRefused
 from test_acceptance import make_context
-from test_operations import mock_config
+from test_serving_stack import mock_config
 
 DELAY_S = 0.5
 

@@ -1,7 +1,7 @@
 """The `operations` job (benchmark phase 3, items 2, 3 and 7): failures under load, cold start, observability.
 
 It acts on the serving stack only through the operations the node declared in its configuration
-(`dossier_agent/operations.py`): the spec names operations, never commands, and an operation the node did not
+(`dossier_agent/serving_stack.py`): the spec names operations, never commands, and an operation the node did not
 declare is refused before anything runs (`OperationRefused`). With `"target": "builtin_mock"` the job uses the
 agent's own mock server (`dossier_agent.mockserver`) as a process it starts itself, with every operation but drain
 declared (a self-test and a way to check the method on any machine).
@@ -65,14 +65,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from dossier_agent.contract.operation_names import OPERATIONS
 from dossier_agent.errors import JobCancelled
-from dossier_agent.operations import (
-    OPERATIONS,
-    OperationRefused,
-    ServingSpec,
-    ServingStack,
-    parse_operations,
-)
+from dossier_agent.serving_stack import OperationRefused, ServingSpec, ServingStack, parse_operations
 
 KIND = "operations"
 REQUIRES = ("numpy",)
