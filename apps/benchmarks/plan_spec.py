@@ -102,7 +102,7 @@ def normalise_plan_spec(plan_spec: Any) -> list[JobEntry]:
 
 def _allowed_group_env() -> frozenset[str]:
     """The variables the agent lets a group set (network interfaces, debug output): its own list."""
-    from dossier_agent.jobs.allreduce import ALLOWED_ENV
+    from dossier_agent.contract.job_specs import ALLOWED_ENV
 
     return ALLOWED_ENV
 

@@ -104,14 +104,14 @@ def operations_needed(entry, declared: list[str]) -> list[str]:
     """
     needed = set(entry.required_operations)
     if entry.kind == "operations":
-        from dossier_agent.jobs import operations as operations_job
+        from dossier_agent.contract import job_specs
 
         try:
-            parsed = operations_job.parse_spec(entry.spec)
+            parsed = job_specs.parse_operations_spec(entry.spec)
         except ValueError as error:
             raise PlanError(_("The operations job's spec is not valid: %(error)s") % {"error": error}) from None
         if parsed["target"] == "declared":
-            needed |= set(operations_job.required_operations(parsed, declared))
+            needed |= set(job_specs.required_operations(parsed, declared))
     return sorted(needed)
 
 

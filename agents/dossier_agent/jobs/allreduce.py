@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dossier_agent.contract.job_specs import ALLOWED_ENV
 from dossier_agent.contract.verdicts import bus_bandwidth
 from dossier_agent.errors import JobCancelled
 
@@ -58,11 +59,6 @@ SELF_TEST_TIMEOUT_S = 90
 DTYPES = {"float32": 4, "bf16": 2, "fp16": 2}
 DEFAULT_SIZES = {"cuda": {"min_bytes": 1024, "max_bytes": 2**30, "factor": 4},
                  "cpu": {"min_bytes": 1024, "max_bytes": 4 * 2**20, "factor": 4}}
-# Settings the server may pass to the ranks (network interface choices and debug output; nothing that loads code).
-ALLOWED_ENV = frozenset({
-    "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_DEBUG",
-    "NCCL_NVLS_ENABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_IB_GID_INDEX", "GLOO_SOCKET_IFNAME",
-})
 
 
 class AllReduceSpecError(ValueError):
