@@ -124,7 +124,8 @@ async def loop_protocol(url: str, concurrency: int, deadline: float) -> int:
 
 async def loop_dossier(url: str, concurrency: int, deadline: float) -> int:
     sys.path.insert(0, str(AGENTS))
-    from dossier_agent.loadgen.runner import LoadSpec, run_load
+    from dossier_agent.contract.load_spec import LoadSpec
+    from dossier_agent.loadgen.runner import run_load
 
     spec = LoadSpec.from_dict({
         "endpoint": {"url": url, "api": "chat"}, "profile": {"kind": "concurrency", "concurrency": concurrency},

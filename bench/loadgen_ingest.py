@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agents"))
 
-from dossier_agent import metrics
+from dossier_agent.contract import metrics
 from loadgen_common import machine
 
 

@@ -55,7 +55,8 @@ fast.save_pretrained(sys.argv[1])
 
 def dossier_client(url: str, seconds: float, rate: float | None, concurrency: int | None) -> dict:
     sys.path.insert(0, str(AGENTS))
-    from dossier_agent.loadgen.runner import LoadSpec, run_load
+    from dossier_agent.contract.load_spec import LoadSpec
+    from dossier_agent.loadgen.runner import run_load
 
     profile = {"kind": "constant", "rate": rate} if rate else {"kind": "concurrency", "concurrency": concurrency}
     spec = LoadSpec.from_dict({

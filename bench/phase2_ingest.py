@@ -34,7 +34,7 @@ from loadgen_common import machine  # noqa: E402
 
 
 def make_columns(count: int, seed: int = 0):
-    from dossier_agent import metrics
+    from dossier_agent.contract import metrics
 
     rng = np.random.default_rng(seed)
     tokens = 16
@@ -81,7 +81,7 @@ def main() -> None:
     import hashlib
 
     from django.utils import timezone
-    from dossier_agent import metrics
+    from dossier_agent.contract import metrics
 
     from apps.accounts.services import team_create
     from apps.benchmarks import services

@@ -12,8 +12,8 @@ from dossier_agent.client import AgentClient
 from dossier_agent.config import AgentConfig
 from dossier_agent.errors import ConfigError
 from dossier_agent.jobs.registry import JobRegistry
-from dossier_agent.operations import declared_operations
 from dossier_agent.retry import Backoff, call_with_retries
+from dossier_agent.serving_stack import declared_operations
 from dossier_agent.timeutil import utc_now_iso
 
 REGISTRATION_TOKEN_PREFIX = "dsr_"  # noqa: S105 - a prefix, not a secret

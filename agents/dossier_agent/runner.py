@@ -29,8 +29,8 @@ from dossier_agent.heartbeat import HeartbeatLoop
 from dossier_agent.inventory import collect_inventory, inventory_sha256
 from dossier_agent.jobs.registry import JobRegistry
 from dossier_agent.lease import LeaseKeeper
-from dossier_agent.operations import declared_operations
 from dossier_agent.retry import Backoff, call_with_retries
+from dossier_agent.serving_stack import declared_operations
 from dossier_agent.spool import AttemptSpool, Spool
 from dossier_agent.structured_log import log
 from dossier_agent.timeutil import utc_now_iso

@@ -9,6 +9,7 @@ from pathlib import Path
 import fake_pynvml
 import pytest
 from dossier_agent.context import JobContext
+from dossier_agent.contract import verdicts
 from dossier_agent.event_writer import EventWriter
 from dossier_agent.jobs import acceptance
 from dossier_agent.spool import Spool
@@ -40,21 +41,21 @@ def test_a_healthy_h200_passes_and_a_slow_one_is_below_threshold():
     assert copy_threshold == 0.8 and bf16_threshold == 0.7
 
     reference = acceptance.datasheet_value(H200, "memory_bandwidth", None)
-    verdict, ratio = acceptance.check_verdict("cuda", 4.32e12, reference, copy_threshold)
+    verdict, ratio = verdicts.check_verdict("cuda", 4.32e12, reference, copy_threshold)
     assert verdict == "pass" and ratio == pytest.approx(0.9)
-    verdict, ratio = acceptance.check_verdict("cuda", 3.6e12, reference, copy_threshold)
+    verdict, ratio = verdicts.check_verdict("cuda", 3.6e12, reference, copy_threshold)
     assert verdict == "below_threshold" and ratio == pytest.approx(0.75)
 
     reference = acceptance.datasheet_value(H200, "matmul", "bf16")
-    assert acceptance.check_verdict("cuda", 791.2e12, reference, bf16_threshold) == ("pass", pytest.approx(0.8))
-    verdict, ratio = acceptance.check_verdict("cuda", 600e12, reference, bf16_threshold)
+    assert verdicts.check_verdict("cuda", 791.2e12, reference, bf16_threshold) == ("pass", pytest.approx(0.8))
+    verdict, ratio = verdicts.check_verdict("cuda", 600e12, reference, bf16_threshold)
     assert verdict == "below_threshold" and ratio == pytest.approx(600 / 989)
 
 
 def test_missing_reference_or_failed_measurement_never_passes():
-    assert acceptance.check_verdict("cuda", 4e12, None, 0.8) == ("no_reference", None)
-    assert acceptance.check_verdict("cuda", None, 4.8e12, 0.8) == ("error", None)
-    verdict, ratio = acceptance.check_verdict("cuda", 4e12, 4.8e12, None)
+    assert verdicts.check_verdict("cuda", 4e12, None, 0.8) == ("no_reference", None)
+    assert verdicts.check_verdict("cuda", None, 4.8e12, 0.8) == ("error", None)
+    verdict, ratio = verdicts.check_verdict("cuda", 4e12, 4.8e12, None)
     assert verdict == "no_reference" and ratio == pytest.approx(4 / 4.8)
     assert acceptance.datasheet_value(H200, "matmul", "tf32") is None
     with pytest.raises(acceptance.AcceptanceSpecError):
@@ -62,7 +63,7 @@ def test_missing_reference_or_failed_measurement_never_passes():
 
 
 def test_cpu_figures_are_never_compared_with_a_gpu_datasheet():
-    assert acceptance.check_verdict("cpu", 20e9, 4.8e12, 0.8) == ("not_applicable", None)
+    assert verdicts.check_verdict("cpu", 20e9, 4.8e12, 0.8) == ("not_applicable", None)
     record = acceptance._check_record("memory_bandwidth", "cpu", 2e6, {"iterations_per_repeat": 1,
                                       "seconds_per_op": [1e-3, 2e-3]}, "copy", 4.8e12, "datasheet", 0.8)
     assert record["label"] == "cpu" and record["ratio"] is None and record["datasheet"] is None

@@ -17,16 +17,6 @@ SMALL = {"device": "cpu", "cpu_threads": 1, "sizes_bytes": [4096, 262144], "warm
          "max_iterations": 20, "timeout_s": 90}
 
 
-def test_bus_bandwidth_is_the_nccl_tests_definition():
-    algbw, busbw = allreduce.bus_bandwidth(2**30, 0.01, 8)
-    assert algbw == pytest.approx(2**30 / 0.01)
-    assert busbw == pytest.approx(algbw * 2 * 7 / 8)
-    assert allreduce.bus_bandwidth(1000, 1e-3, 2) == (pytest.approx(1e6), pytest.approx(1e6))
-    assert allreduce.bus_bandwidth(1000, 1e-3, 1)[1] == 0
-    with pytest.raises(ValueError):
-        allreduce.bus_bandwidth(1000, 0, 2)
-
-
 def test_message_sizes():
     assert allreduce.message_sizes({"sizes": {"min_bytes": 1024, "max_bytes": 65536, "factor": 4}}, "cpu", 4) == [
         1024, 4096, 16384, 65536]

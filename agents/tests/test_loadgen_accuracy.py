@@ -2,7 +2,8 @@
 measured TTFT and ITL medians are within max(2 ms, 5 %) of the injected values, and the report shows send lag."""
 
 import pytest
-from dossier_agent.loadgen.runner import LoadSpec, run_load_sync
+from dossier_agent.contract.load_spec import LoadSpec
+from dossier_agent.loadgen.runner import run_load_sync
 from dossier_agent.loadgen.selfcheck import MockProcess
 
 TTFT_S, TOKEN_S, TOKENS = 0.050, 0.010, 12

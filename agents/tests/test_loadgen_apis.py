@@ -2,7 +2,8 @@
 response check, a dataset with output checks, the closed loop, a trace, and the output-length flag."""
 
 import pytest
-from dossier_agent.loadgen.runner import LoadSpec, SpecError, run_load_sync
+from dossier_agent.contract.load_spec import LoadSpec, SpecError
+from dossier_agent.loadgen.runner import run_load_sync
 from dossier_agent.mockserver import MockConfig, MockServer
 
 

@@ -5,7 +5,7 @@ that breaks it. The sweep (geometric steps, then bisection) must find c/S within
 import asyncio
 
 import pytest
-from dossier_agent.loadgen.runner import LoadSpec
+from dossier_agent.contract.load_spec import LoadSpec
 from dossier_agent.loadgen.selfcheck import MockProcess
 from dossier_agent.loadgen.sweep import run_sweep
 

@@ -5,7 +5,8 @@ import socket
 import time
 
 import pytest
-from dossier_agent.loadgen.runner import LoadSpec, run_load_sync
+from dossier_agent.contract.load_spec import LoadSpec
+from dossier_agent.loadgen.runner import run_load_sync
 from dossier_agent.mockserver import MockConfig, MockServer
 
 

@@ -7,9 +7,10 @@ import logging
 
 import numpy as np
 import pytest
-from dossier_agent.loadgen import acceptance, clients, prompts, schedule
-from dossier_agent.loadgen.http import Connection, Exchange, Target, build_request
-from dossier_agent.loadgen.runner import LoadSpec, SpecError
+from dossier_agent.contract import load_schedule
+from dossier_agent.contract.load_spec import LoadSpec, SpecError, Target
+from dossier_agent.loadgen import acceptance, clients, prompts
+from dossier_agent.loadgen.http import Connection, Exchange, build_request
 from dossier_agent.loadgen.sse import SSEParser
 from dossier_agent.mockserver import MockConfig, MockServer
 from hypothesis import given, settings
@@ -166,38 +167,38 @@ def test_reasoning_content_counts_as_generated():
 
 
 def test_schedules_are_bounded_sorted_and_have_the_rate():
-    constant = schedule.build_schedule({"kind": "constant", "rate": 100}, 10)
+    constant = load_schedule.build_schedule({"kind": "constant", "rate": 100}, 10)
     assert constant.size == 1000 and np.allclose(np.diff(constant), 0.01)
-    poisson = schedule.build_schedule({"kind": "poisson", "rate": 200}, 50, seed=1)
+    poisson = load_schedule.build_schedule({"kind": "poisson", "rate": 200}, 50, seed=1)
     assert abs(poisson.size / 50 - 200) < 10 and np.all(np.diff(poisson) >= 0) and poisson.max() < 50
-    gaps = np.diff(schedule.build_schedule({"kind": "gamma", "rate": 200, "burstiness": 0.25}, 50, seed=2))
+    gaps = np.diff(load_schedule.build_schedule({"kind": "gamma", "rate": 200, "burstiness": 0.25}, 50, seed=2))
     assert abs(1 / gaps.mean() - 200) < 20
     assert gaps.std() / gaps.mean() == pytest.approx(2.0, rel=0.15)  # CV of gamma(k) = 1/sqrt(k)
-    capped = schedule.build_schedule({"kind": "poisson", "rate": 1e6}, 100, max_requests=500)
+    capped = load_schedule.build_schedule({"kind": "poisson", "rate": 1e6}, 100, max_requests=500)
     assert capped.size == 500
-    burst = schedule.build_schedule({"kind": "burst", "burst_size": 5, "period_s": 1.0}, 3)
+    burst = load_schedule.build_schedule({"kind": "burst", "burst_size": 5, "period_s": 1.0}, 3)
     assert burst.tolist() == [0.0] * 5 + [1.0] * 5 + [2.0] * 5
-    ramp = schedule.build_schedule({"kind": "ramp", "start_rate": 10, "end_rate": 30}, 10)
+    ramp = load_schedule.build_schedule({"kind": "ramp", "start_rate": 10, "end_rate": 30}, 10)
     assert ramp.size == 200 and (ramp < 5).sum() == pytest.approx(75, abs=2)
-    assert schedule.build_schedule({"kind": "concurrency", "concurrency": 4}, 10) is None
+    assert load_schedule.build_schedule({"kind": "concurrency", "concurrency": 4}, 10) is None
 
 
 def test_trace_replay_from_file_and_bad_lines(tmp_path):
     good = tmp_path / "trace.txt"
     good.write_text("100.0\n100.5\n# comment\n{\"timestamp\": 102}\n")
-    times = schedule.build_schedule({"kind": "trace", "path": str(good), "speed": 2.0}, 10)
+    times = load_schedule.build_schedule({"kind": "trace", "path": str(good), "speed": 2.0}, 10)
     assert times.tolist() == [0.0, 0.25, 1.0]
     bad = tmp_path / "bad.txt"
     bad.write_text("1\nnope\n3\n{\"t\": 1}\n")
-    with pytest.raises(schedule.ScheduleError, match=r"line 2.*line 4"):
-        schedule.build_schedule({"kind": "trace", "path": str(bad)}, 10)
+    with pytest.raises(load_schedule.ScheduleError, match=r"line 2.*line 4"):
+        load_schedule.build_schedule({"kind": "trace", "path": str(bad)}, 10)
 
 
 @pytest.mark.parametrize("profile", [{"kind": "nope"}, {"kind": "constant", "rate": -1},
                                      {"kind": "gamma", "rate": 1}, {"kind": "concurrency", "concurrency": 0}])
 def test_bad_profiles_are_refused(profile):
-    with pytest.raises(schedule.ScheduleError):
-        schedule.build_schedule(profile, 10)
+    with pytest.raises(load_schedule.ScheduleError):
+        load_schedule.build_schedule(profile, 10)
 
 
 # -- prompts and checks ----------------------------------------------------------------------------------------------

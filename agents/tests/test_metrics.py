@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from dossier_agent import metrics
+from dossier_agent.contract import metrics
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -5,11 +5,12 @@ node did not declare; the accounting and timeline arithmetic; the proxy model's 
 import socket
 
 import pytest
+from dossier_agent.contract import job_specs
 from dossier_agent.jobs import operations as job
 from dossier_agent.jobs.allreduce import free_port
-from dossier_agent.operations import OperationRefused
+from dossier_agent.serving_stack import OperationRefused
 from test_acceptance import make_context
-from test_operations import mock_config
+from test_serving_stack import mock_config
 
 DELAY_S = 0.5
 
@@ -110,24 +111,13 @@ def test_an_undeclared_operation_is_refused_before_anything_runs(tmp_path):
     context.operations = {}
     with pytest.raises(OperationRefused, match="declares no operations"):
         job.run({"scenarios": ["kill_worker"]}, context)
-    with pytest.raises(job.OperationsSpecError, match="scenarios"):  # no place for a command in the spec
+    with pytest.raises(job_specs.OperationsSpecError, match="scenarios"):  # no place for a command in the spec
         job.run({"scenarios": [{"name": "kill_worker", "command": "rm -rf /"}]}, context)
-    with pytest.raises(job.OperationsSpecError, match="name must be one of"):
+    with pytest.raises(job_specs.OperationsSpecError, match="name must be one of"):
         job.run({"scenarios": [{"name": "reboot"}]}, context)
-    with pytest.raises(job.OperationsSpecError, match="unknown spec key"):
+    with pytest.raises(job_specs.OperationsSpecError, match="unknown spec key"):
         job.run({"scenarios": ["kill_worker"], "argv": ["sh"]}, context)
     events.close()
-
-
-def test_recovery_and_required_operations():
-    declared = ["kill_worker", "restart", "start", "stop"]
-    assert job.resolve_recovery({"name": "kill_worker", "recovery": None}, declared) == "restart"
-    assert job.resolve_recovery({"name": "kill_worker", "recovery": None}, ["kill_worker", "start"]) == "start"
-    assert job.resolve_recovery({"name": "kill_worker", "recovery": None}, ["kill_worker"]) == "none"
-    assert job.resolve_recovery({"name": "restart", "recovery": None}, declared) == "none"
-    assert job.resolve_recovery({"name": "kill_worker", "recovery": "none"}, declared) == "none"
-    plan = job.parse_spec({"scenarios": ["kill_worker", "stop"], "cold_start": {"repeats": 1}})
-    assert job.required_operations(plan, declared) == ["kill_worker", "restart", "start", "stop"]
 
 
 def _request(i, outcome, attempts):

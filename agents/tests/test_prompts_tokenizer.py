@@ -8,8 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+from dossier_agent.contract.load_spec import LoadSpec, SpecError
 from dossier_agent.loadgen import prompts
-from dossier_agent.loadgen.runner import LoadSpec, SpecError, calibration_texts, run_load_sync
+from dossier_agent.loadgen.runner import calibration_texts, run_load_sync
 from dossier_agent.mockserver import MockConfig, MockServer
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from dossier_agent.contract.job_specs import ALLOWED_ENV
+
 KIND_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 MAX_JOBS_PER_PLAN = 200
 MAX_COUNT_PER_ENTRY = 50
@@ -102,8 +104,6 @@ def normalise_plan_spec(plan_spec: Any) -> list[JobEntry]:
 
 def _allowed_group_env() -> frozenset[str]:
     """The variables the agent lets a group set (network interfaces, debug output): its own list."""
-    from dossier_agent.jobs.allreduce import ALLOWED_ENV
-
     return ALLOWED_ENV
 
 

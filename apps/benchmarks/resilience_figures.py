@@ -25,8 +25,7 @@ import math
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 from typing import Any
 
-from dossier_agent.jobs import acceptance as agent_acceptance
-from dossier_agent.jobs import allreduce as agent_allreduce
+from dossier_agent.contract import verdicts as agent_verdicts
 
 #: Decimal places of a stored phase-4 figure (CandidateFigure.value has 12).
 PLACES = 12
@@ -367,7 +366,7 @@ def allreduce_figures(result: Any) -> dict[str, Any]:
         time_us = _number(row.get("time_us"), f"{where}.time_us", positive=True)
         busbw = _number(row.get("busbw_gbps"), f"{where}.busbw_gbps")
         algbw = _number(row.get("algbw_gbps"), f"{where}.algbw_gbps")
-        expected_alg, expected_bus = agent_allreduce.bus_bandwidth(size, time_us / 1e6, world)
+        expected_alg, expected_bus = agent_verdicts.bus_bandwidth(size, time_us / 1e6, world)
         if not (_close(algbw, expected_alg / 1e9) and _close(busbw, expected_bus / 1e9)):
             raise ShapeError(f"{where}: algbw/busbw differ from bytes ÷ time and algbw · 2(n−1)/n for n = {world}")
         rows.append({"size_bytes": size, "time_us": time_us, "algbw_gbps": algbw, "busbw_gbps": busbw})
@@ -421,7 +420,7 @@ def acceptance_review(result: Any) -> dict[str, Any]:
             if agent_verdict == "skipped" or (check_label != "cuda" and measured is None):
                 verdict, ratio = ("not_applicable" if check_label != "cuda" else "skipped"), None
             else:
-                verdict, ratio = agent_acceptance.check_verdict(check_label, measured, datasheet, threshold)
+                verdict, ratio = agent_verdicts.check_verdict(check_label, measured, datasheet, threshold)
             if check_label != "cuda":
                 datasheet = threshold = None
             elif agent_verdict != verdict or not _close(check.get("ratio"), ratio):

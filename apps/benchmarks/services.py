@@ -21,6 +21,7 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
+from dossier_agent.contract import job_specs
 
 from apps.audit.services import model_snapshot, record_change
 from apps.benchmarks.models import (
@@ -104,14 +105,12 @@ def operations_needed(entry, declared: list[str]) -> list[str]:
     """
     needed = set(entry.required_operations)
     if entry.kind == "operations":
-        from dossier_agent.jobs import operations as operations_job
-
         try:
-            parsed = operations_job.parse_spec(entry.spec)
+            parsed = job_specs.parse_operations_spec(entry.spec)
         except ValueError as error:
             raise PlanError(_("The operations job's spec is not valid: %(error)s") % {"error": error}) from None
         if parsed["target"] == "declared":
-            needed |= set(operations_job.required_operations(parsed, declared))
+            needed |= set(job_specs.required_operations(parsed, declared))
     return sorted(needed)
 
 

@@ -1,8 +1,8 @@
 """Phase-2 ingest: a `throughput` result's per-request records → the stored summary, and the candidate's figures.
 
 Called by `services.result_ingest` (kind → handler, inside its transaction, so it runs exactly once per result).
-Every number comes from the agent package's metrics module (`dossier_agent.metrics`, the one definition the agent
-uses on the node; docs/metrics.md): the records are read from the `records*.npz` artifacts and summarised with
+Every number comes from the agent package's metrics module (`dossier_agent.contract.metrics`, the one definition the
+agent uses on the node; docs/metrics.md): the records are read from the `records*.npz` artifacts and summarised with
 the parameters the agent ran with (its stored load spec), so the server's figures and the agent's agree.
 
 A single run stores `metrics.summarize` (percentiles per request and token-weighted with their method, no p99 from
@@ -25,7 +25,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from dossier_agent import metrics
+from dossier_agent.contract import metrics
+from dossier_agent.contract.load_spec import LoadSpec, level_spec
 
 from apps.benchmarks.models import Result, ResultStatus
 from apps.benchmarks.storage import artifact_storage
@@ -67,7 +68,6 @@ def read_columns(artifact) -> metrics.Columns:
 
 def load_spec(result: Result):
     """The agent's load spec as it ran (stored in the result, every default filled in), else the job's spec."""
-    from dossier_agent.loadgen.runner import LoadSpec
 
     stored = (result.result or {}).get("spec") if isinstance(result.result, dict) else None
     data = stored if isinstance(stored, dict) else {k: v for k, v in (result.spec or {}).items()
@@ -125,7 +125,6 @@ def summarize_run(result: Result, artifacts: dict[str, Any], spec) -> dict[str, 
 
 
 def summarize_sweep(result: Result, artifacts: dict[str, Any], spec, sweep_spec: dict[str, Any]) -> dict[str, Any]:
-    from dossier_agent.loadgen.sweep import _level_spec
 
     agent_sweep = (result.result or {}).get("sweep") or {}
     key = agent_sweep.get("key") or sweep_spec.get("key", "rate")
@@ -140,7 +139,7 @@ def summarize_sweep(result: Result, artifacts: dict[str, Any], spec, sweep_spec:
         name = f"records-{value:g}.npz"
         if name not in artifacts:
             raise RecordsMissing(f"{name} was not uploaded")
-        level = _level_spec(spec, key, value, sweep_spec)
+        level = level_spec(spec, key, value, sweep_spec)
         summary = metrics.summarize(read_columns(artifacts[name]), offered_rate=value if key == "rate" else None,
                                     **summarize_parameters(level))
         summaries[value] = (summary, artifacts[name].sha256)

@@ -62,6 +62,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dossier_agent.contract.verdicts import check_verdict
 from dossier_agent.errors import JobCancelled
 from dossier_agent.nvml_util import constant, import_pynvml, read, to_text
 from dossier_agent.telemetry import TelemetrySampler
@@ -106,7 +107,7 @@ class AcceptanceSpecError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Thresholds, ratios and verdicts (pure: no torch)
+# Thresholds, datasheet values and verdicts (pure: no torch; a check's ratio and verdict: contract.verdicts)
 # ----------------------------------------------------------------------------------------------------------------------
 
 
@@ -146,28 +147,6 @@ def threshold_for(thresholds: dict[str, Any], check: str, precision: str | None 
     if isinstance(value, dict):
         value = value.get(precision)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def ratio(measured: float | None, datasheet: float | None) -> float | None:
-    """measured / datasheet, or None when either is missing (or the datasheet value is not positive)."""
-    if measured is None or datasheet is None or not datasheet > 0 or not math.isfinite(measured):
-        return None
-    return measured / datasheet
-
-
-def check_verdict(label: str, measured: float | None, datasheet: float | None,
-                  threshold: float | None) -> tuple[str, float | None]:
-    """(verdict, ratio). A CPU figure is never compared with a GPU datasheet."""
-    if label != "cuda":
-        return "not_applicable", None
-    if measured is None:
-        return "error", None
-    value = ratio(measured, datasheet)
-    if value is None:
-        return "no_reference", None
-    if threshold is None:
-        return "no_reference", value
-    return ("pass" if value >= threshold else "below_threshold"), value
 
 
 def pcie_bytes_per_s(generation: int | None, width: int | None) -> float | None:

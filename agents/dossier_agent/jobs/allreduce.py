@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dossier_agent.contract.job_specs import ALLOWED_ENV
+from dossier_agent.contract.verdicts import bus_bandwidth
 from dossier_agent.errors import JobCancelled
 
 KIND = "allreduce"
@@ -57,11 +59,6 @@ SELF_TEST_TIMEOUT_S = 90
 DTYPES = {"float32": 4, "bf16": 2, "fp16": 2}
 DEFAULT_SIZES = {"cuda": {"min_bytes": 1024, "max_bytes": 2**30, "factor": 4},
                  "cpu": {"min_bytes": 1024, "max_bytes": 4 * 2**20, "factor": 4}}
-# Settings the server may pass to the ranks (network interface choices and debug output; nothing that loads code).
-ALLOWED_ENV = frozenset({
-    "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_DEBUG",
-    "NCCL_NVLS_ENABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_IB_GID_INDEX", "GLOO_SOCKET_IFNAME",
-})
 
 
 class AllReduceSpecError(ValueError):
@@ -69,16 +66,8 @@ class AllReduceSpecError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Pure arithmetic
+# Message sizes (pure arithmetic; the bus bandwidth: contract.verdicts)
 # ----------------------------------------------------------------------------------------------------------------------
-
-
-def bus_bandwidth(size_bytes: int, seconds: float, ranks: int) -> tuple[float, float]:
-    """(algbw, busbw) in bytes/s for one all-reduce of `size_bytes` over `ranks` ranks taking `seconds`."""
-    if seconds <= 0 or ranks < 1:
-        raise ValueError("seconds must be positive and ranks at least 1")
-    algbw = size_bytes / seconds
-    return algbw, algbw * 2 * (ranks - 1) / ranks
 
 
 def message_sizes(spec: dict[str, Any], label: str, element_bytes: int) -> list[int]:

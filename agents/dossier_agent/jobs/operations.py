@@ -1,7 +1,7 @@
 """The `operations` job (benchmark phase 3, items 2, 3 and 7): failures under load, cold start, observability.
 
 It acts on the serving stack only through the operations the node declared in its configuration
-(`dossier_agent/operations.py`): the spec names operations, never commands, and an operation the node did not
+(`dossier_agent/serving_stack.py`): the spec names operations, never commands, and an operation the node did not
 declare is refused before anything runs (`OperationRefused`). With `"target": "builtin_mock"` the job uses the
 agent's own mock server (`dossier_agent.mockserver`) as a process it starts itself, with every operation but drain
 declared (a self-test and a way to check the method on any machine).
@@ -15,8 +15,8 @@ from the health URL) and until the first successful request, the time the stack 
 requests lost for good. Every request is accounted for: succeeded at the first try, retried then succeeded, or lost
 (every attempt failed, or still running when the drain limit came: `cut_at_end`). One timeline per scenario, per
 second of the load: requests sent, retries, successes, failed attempts by kind, E2E p50/p90/p99 of the successes
-(a percentile only from enough samples: `dossier_agent.metrics`), the share of good health checks, and the event
-markers.
+(a percentile only from enough samples: `dossier_agent.contract.metrics`), the share of good health checks, and the
+event markers.
 
 **Cold start**: stop → start, `repeats` times, without load: time to healthy, to the first successful token, and the
 stack's own ready time. **Proxy model load** (optional `proxy_model`): in a fresh process each time, the time to
@@ -65,28 +65,22 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dossier_agent.errors import JobCancelled
-from dossier_agent.operations import (
-    OPERATIONS,
-    OperationRefused,
-    ServingSpec,
-    ServingStack,
-    parse_operations,
+from dossier_agent.contract.job_specs import (
+    DEFAULT_LOAD,
+    OperationsSpecError,
+    parse_operations_spec,
+    required_operations,
+    resolve_recovery,
 )
+from dossier_agent.errors import JobCancelled
+from dossier_agent.serving_stack import OperationRefused, ServingSpec, ServingStack, parse_operations
 
 KIND = "operations"
 REQUIRES = ("numpy",)
 SCHEMA = 1
-SCENARIOS = ("kill_worker", "restart", "bad_deploy", "drain", "stop")
-DEFAULT_RECOVERY = {"kill_worker": ("restart", "start"), "bad_deploy": ("restart", "start"), "stop": ("start",),
-                    "restart": (), "drain": ("restart", "start")}
 ANSWERED_BADLY = {"malformed_sse", "stream_error", "incomplete_stream", "bad_json", "bad_reply"}
 RETRYABLE = {"connect_refused", "connect_error", "connect_timeout", "connection_closed", "timeout", "stalled",
              "incomplete_stream", "malformed_sse", "stream_error", "http_408", "http_429"}
-DEFAULT_LOAD = {"rate_per_s": 20.0, "before_s": 5.0, "after_s": 5.0, "timeout_s": 10.0, "output_tokens": 8,
-                "input_words": 16, "drain_s": 15.0, "max_connections": 512,
-                "retry": {"max_attempts": 4, "backoff_s": 0.1, "factor": 2.0}}
-DEFAULT_HEALTH = {"interval_s": 0.05, "timeout_s": 120.0, "detect_timeout_s": 30.0}
 SELF_TEST_SPEC: dict[str, Any] = {
     "target": "builtin_mock", "mock": {"startup_delay_s": 0.2},
     "load": {"rate_per_s": 10, "before_s": 0.5, "after_s": 0.5},
@@ -95,118 +89,9 @@ SELF_TEST_SPEC: dict[str, Any] = {
 SELF_TEST_TIMEOUT_S = 90
 
 
-class OperationsSpecError(ValueError):
-    """The job spec holds a bad value; the message names it."""
-
-
 # ----------------------------------------------------------------------------------------------------------------------
-# Spec
+# The built-in mock stack (the spec is parsed by dossier_agent.contract.job_specs)
 # ----------------------------------------------------------------------------------------------------------------------
-
-
-def _number(value: Any, name: str, *, minimum: float = 0.0, integer: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
-        raise OperationsSpecError(f"{name} must be a {'whole ' if integer else ''}number, got {value!r}")
-    if value < minimum:
-        raise OperationsSpecError(f"{name} must be at least {minimum}, got {value!r}")
-    return value
-
-
-def _merged(defaults: dict[str, Any], given: Any, name: str) -> dict[str, Any]:
-    if given is None:
-        return dict(defaults)
-    if not isinstance(given, dict):
-        raise OperationsSpecError(f"{name} must be an object")
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise OperationsSpecError(f"unknown {name} key(s) {', '.join(unknown)}; known: {', '.join(sorted(defaults))}")
-    return {**defaults, **given}
-
-
-def parse_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """The job's plan; nothing in it can name a command, only operations (checked against the node's later)."""
-    known = {"target", "mock", "endpoint", "load", "scenarios", "cold_start", "proxy_model", "health",
-             "ready_tolerance", "log_window_s"}
-    unknown = sorted(set(spec) - known)
-    if unknown:
-        raise OperationsSpecError(f"unknown spec key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    target = spec.get("target", "declared")
-    if target not in ("declared", "builtin_mock"):
-        raise OperationsSpecError(f"target must be declared or builtin_mock, got {target!r}")
-    mock = _merged({"port": None, "startup_delay_s": 1.0, "ttft_ms": 0.0, "token_ms": 0.0}, spec.get("mock"), "mock")
-    for key in ("startup_delay_s", "ttft_ms", "token_ms"):
-        _number(mock[key], f"mock.{key}")
-    if mock["port"] is not None:
-        _number(mock["port"], "mock.port", minimum=1, integer=True)
-    endpoint = _merged({"api": "chat", "model": "default"}, spec.get("endpoint"), "endpoint")
-    if endpoint["api"] not in ("chat", "completions"):
-        raise OperationsSpecError("endpoint.api must be chat or completions")
-    load = _merged({key: value for key, value in DEFAULT_LOAD.items() if key != "retry"} | {"retry": None},
-                   spec.get("load"), "load")
-    load["retry"] = _merged(DEFAULT_LOAD["retry"], load["retry"], "load.retry")
-    _number(load["rate_per_s"], "load.rate_per_s", minimum=0.1)
-    for key in ("before_s", "after_s", "drain_s"):
-        _number(load[key], f"load.{key}")
-    _number(load["timeout_s"], "load.timeout_s", minimum=0.1)
-    for key in ("output_tokens", "input_words", "max_connections"):
-        _number(load[key], f"load.{key}", minimum=1, integer=True)
-    _number(load["retry"]["max_attempts"], "load.retry.max_attempts", minimum=1, integer=True)
-    _number(load["retry"]["backoff_s"], "load.retry.backoff_s")
-    _number(load["retry"]["factor"], "load.retry.factor", minimum=1.0)
-    scenarios = []
-    for position, entry in enumerate(spec.get("scenarios") or []):
-        entry = {"name": entry} if isinstance(entry, str) else entry
-        if not isinstance(entry, dict) or set(entry) - {"name", "recovery"}:
-            raise OperationsSpecError(f"scenarios[{position}] must be {{\"name\": ..., \"recovery\": ...}}")
-        if entry.get("name") not in SCENARIOS:
-            raise OperationsSpecError(f"scenarios[{position}].name must be one of {', '.join(SCENARIOS)}, "
-                                      f"got {entry.get('name')!r}")
-        recovery = entry.get("recovery")
-        if recovery is not None and recovery != "none" and recovery not in OPERATIONS:
-            raise OperationsSpecError(f"scenarios[{position}].recovery must be an operation or none, "
-                                      f"got {recovery!r}")
-        scenarios.append({"name": entry["name"], "recovery": recovery})
-    cold = _merged({"repeats": 0}, spec.get("cold_start"), "cold_start")
-    _number(cold["repeats"], "cold_start.repeats", integer=True)
-    proxy = spec.get("proxy_model")
-    if proxy is not None:
-        proxy = _merged({"model": None, "device": "auto", "repeats": 2, "prompt_tokens": 16, "timeout_s": 300.0},
-                        proxy, "proxy_model")
-        if not isinstance(proxy["model"], dict):
-            raise OperationsSpecError("proxy_model.model must be a model shape object")
-        _number(proxy["repeats"], "proxy_model.repeats", minimum=1, integer=True)
-        _number(proxy["prompt_tokens"], "proxy_model.prompt_tokens", minimum=1, integer=True)
-    health = _merged(DEFAULT_HEALTH, spec.get("health"), "health")
-    for key in health:
-        _number(health[key], f"health.{key}", minimum=0.001)
-    tolerance = _merged({"abs_s": 0.2, "rel": 0.1}, spec.get("ready_tolerance"), "ready_tolerance")
-    if not scenarios and not cold["repeats"] and proxy is None:
-        raise OperationsSpecError("nothing to do: give scenarios, cold_start.repeats or proxy_model")
-    return {"target": target, "mock": mock, "endpoint": endpoint, "load": load, "scenarios": scenarios,
-            "cold_start": cold, "proxy_model": proxy, "health": health, "ready_tolerance": tolerance,
-            "log_window_s": _number(spec.get("log_window_s", 5.0), "log_window_s")}
-
-
-def resolve_recovery(scenario: dict[str, Any], declared: list[str]) -> str:
-    if scenario["recovery"] is not None:
-        return scenario["recovery"]
-    for candidate in DEFAULT_RECOVERY[scenario["name"]]:
-        if candidate in declared:
-            return candidate
-    return "none"
-
-
-def required_operations(plan: dict[str, Any], declared: list[str]) -> list[str]:
-    """Every operation the plan will run (the server puts the same list in the job's `required_operations`)."""
-    needed = set()
-    for scenario in plan["scenarios"]:
-        needed.add(scenario["name"])
-        recovery = resolve_recovery(scenario, declared)
-        if recovery != "none":
-            needed.add(recovery)
-    if plan["cold_start"]["repeats"]:
-        needed.update({"stop", "start"})
-    return sorted(needed)
 
 
 def builtin_mock_stack(mock: dict[str, Any], port: int) -> ServingSpec:
@@ -272,7 +157,7 @@ def _successes(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict
 def latency_window(records: list[dict[str, Any]], start: float, end: float) -> dict[str, Any]:
     """E2E (first send of the request → end of its successful attempt, retries included) and TTFT percentiles of
     requests first sent in [start, end)."""
-    from dossier_agent import metrics
+    from dossier_agent.contract import metrics
 
     e2e, ttft = [], []
     for record, attempt in _successes(records):
@@ -296,7 +181,7 @@ def timeline(records: list[dict[str, Any]], health: list[tuple[float, bool]], t0
              markers: dict[str, float | None]) -> dict[str, Any]:
     """Per second from t0: requests sent, retries, successes, failed attempts by kind, E2E percentiles of the
     successes ending in that second, the share of good health checks; event markers in seconds from t0."""
-    from dossier_agent import metrics
+    from dossier_agent.contract import metrics
 
     seconds = max(1, math.ceil(end - t0))
     rows = [{"t": second, "sent": 0, "retries": 0, "succeeded": 0, "errors": {}, "e2e": [], "health": []}
@@ -369,8 +254,8 @@ class SteadyLoad:
     """Constant-rate open-loop load (the load generator's HTTP client) with client retries, in its own thread."""
 
     def __init__(self, base_url: str, endpoint: dict[str, Any], load: dict[str, Any]):
+        from dossier_agent.contract.load_spec import Target
         from dossier_agent.loadgen.clients import RequestBuilder, api_path
-        from dossier_agent.loadgen.http import Target
         from dossier_agent.loadgen.prompts import PromptItem
 
         self.target = Target.parse(base_url)
@@ -833,7 +718,7 @@ def _gzip_lines(lines: list[dict[str, Any]]) -> bytes:
 
 
 def run(spec: dict[str, Any], ctx) -> dict[str, Any]:
-    plan = parse_spec(spec or {})
+    plan = parse_operations_spec(spec or {})
     if plan["target"] == "builtin_mock":
         from dossier_agent.jobs.allreduce import free_port
 

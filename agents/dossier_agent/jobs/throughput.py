@@ -64,8 +64,9 @@ def _run_direct(spec: dict[str, Any], ctx) -> dict[str, Any]:
 def run(spec: dict[str, Any], ctx) -> dict[str, Any]:
     if spec.get("direct") is not None:
         return _run_direct(spec, ctx)
+    from dossier_agent.contract.load_spec import LoadSpec, SpecError
     from dossier_agent.loadgen import selfcheck
-    from dossier_agent.loadgen.runner import LoadSpec, SpecError, run_load
+    from dossier_agent.loadgen.runner import run_load
     from dossier_agent.loadgen.sweep import run_sweep
 
     load = {key: value for key, value in spec.items() if key not in _JOB_KEYS}

@@ -1,6 +1,6 @@
 """Output checks of a request: non-empty, length within bounds, and the dataset line's regex / exact answer / JSON
 schema when it gives one. `check_output` returns "ok" or the name of the first check that failed; the latency part
-of acceptance (TTFT, per-token, end-to-end limits) is in `dossier_agent.metrics.acceptance`.
+of acceptance (TTFT, per-token, end-to-end limits) is in `dossier_agent.contract.metrics.acceptance`.
 
 The JSON schema support is the subset that answers are checked against in practice: `type` (one or a list),
 `properties`, `required`, `additionalProperties` (boolean), `items`, `enum`, `const`, `minimum`, `maximum`,

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dossier_agent.contract.load_spec import APIS
 from dossier_agent.loadgen.http import Exchange
 from dossier_agent.loadgen.prompts import PromptItem
 from dossier_agent.loadgen.sse import SSEError, SSEParser
 
-APIS = ("chat", "completions", "embeddings", "generic")
 SALT = "\x00SALT\x00"
 _loads = json.loads
 _decode = json.JSONDecoder().raw_decode

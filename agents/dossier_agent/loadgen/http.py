@@ -16,34 +16,12 @@ import contextlib
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from urllib.parse import urlsplit
+
+from dossier_agent.contract.load_spec import Target
 
 MAX_HEAD_BYTES = 64 * 1024
 
 _clock = time.monotonic
-
-
-@dataclass(frozen=True)
-class Target:
-    scheme: str
-    host: str
-    port: int
-    base_path: str
-
-    @classmethod
-    def parse(cls, url: str) -> Target:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"endpoint URL must be http(s)://host[:port][/path], got {url!r}")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
-
-    @property
-    def netloc(self) -> str:
-        default = 443 if self.scheme == "https" else 80
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if self.port == default else f"{host}:{self.port}"
 
 
 class RequestFailed(Exception):

@@ -2,9 +2,9 @@
 
 Every loop is bounded in count (`max_requests`, the schedule's length) and in time (`duration_s`, then at most
 `drain_s` for the requests still in flight, which are cut and recorded as `cut_at_end`). The measured window is
-[`warmup_s`, `duration_s` − `cooldown_s`] of scheduled time; the summary (`dossier_agent.metrics.summarize`) marks
-the run invalid when the send-lag p99 exceeds `send_lag_p99_limit_s` or when the window is shorter than
-`min_window_s`.
+[`warmup_s`, `duration_s` − `cooldown_s`] of scheduled time; the summary
+(`dossier_agent.contract.metrics.summarize`) marks the run invalid when the send-lag p99 exceeds
+`send_lag_p99_limit_s` or when the window is shorter than `min_window_s`.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ import gzip
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dossier_agent import metrics
-from dossier_agent.loadgen import acceptance, prompts, schedule
+from dossier_agent.contract import load_schedule, metrics
+from dossier_agent.contract.load_spec import LoadSpec, SpecError, Target
+from dossier_agent.loadgen import acceptance, prompts
 from dossier_agent.loadgen.clients import (
-    APIS,
     EndpointError,
     GenericTemplate,
     RequestBuilder,
@@ -32,109 +32,10 @@ from dossier_agent.loadgen.clients import (
     read_api_key,
     salted,
 )
-from dossier_agent.loadgen.http import ConnectionPool, Exchange, RequestFailed, Target, build_request, perform
+from dossier_agent.loadgen.http import ConnectionPool, Exchange, RequestFailed, build_request, perform
 
 PROMPT_POOL = 4096
 CALIBRATION_WORDS = (8, 32, 128, 512)
-
-
-class SpecError(ValueError):
-    pass
-
-
-@dataclass
-class LoadSpec:
-    endpoint: dict[str, Any]
-    profile: dict[str, Any]
-    duration_s: float = 60.0
-    warmup_s: float = 5.0
-    cooldown_s: float = 2.0
-    min_window_s: float = 10.0
-    max_requests: int = 1_000_000
-    seed: int = 0
-    prompts: dict[str, Any] = field(default_factory=dict)
-    output_tokens: int | None = None
-    slo: dict[str, Any] = field(default_factory=dict)
-    send_lag_p99_limit_s: float = metrics.DEFAULT_SEND_LAG_P99_LIMIT_S
-    timeout_s: float = 120.0
-    idle_timeout_s: float = 30.0
-    connect_timeout_s: float = 10.0
-    drain_s: float | None = None
-    max_connections: int = 4096
-    prewarm_connections: int | None = None
-    calibrate: bool = True
-    keep_text: bool = False
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LoadSpec:
-        if not isinstance(data, Mapping):
-            raise SpecError("the load spec must be an object")
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SpecError(f"unknown load spec fields: {', '.join(unknown)}")
-        endpoint = data.get("endpoint")
-        if not isinstance(endpoint, Mapping) or not endpoint.get("url"):
-            raise SpecError("endpoint.url is required")
-        if endpoint.get("api", "chat") not in APIS:
-            raise SpecError(f"endpoint.api must be one of {', '.join(APIS)}")
-        try:
-            Target.parse(endpoint["url"])
-        except ValueError as error:
-            raise SpecError(str(error)) from None
-        profile = data.get("profile")
-        if not isinstance(profile, Mapping):
-            raise SpecError("profile is required")
-        spec = cls(**{key: value for key, value in data.items() if key in known})
-        spec.endpoint, spec.profile = dict(endpoint), dict(profile)
-        for name in ("duration_s", "timeout_s", "idle_timeout_s", "connect_timeout_s", "send_lag_p99_limit_s"):
-            value = getattr(spec, name)
-            if not isinstance(value, (int, float)) or value <= 0:
-                raise SpecError(f"{name} must be a positive number")
-        if spec.duration_s > 24 * 3600:
-            raise SpecError("duration_s is limited to 24 hours")
-        if spec.warmup_s < 0 or spec.cooldown_s < 0 or spec.warmup_s + spec.cooldown_s >= spec.duration_s:
-            raise SpecError("warmup_s + cooldown_s must be shorter than duration_s")
-        if spec.duration_s - spec.warmup_s - spec.cooldown_s < spec.min_window_s:
-            raise SpecError(f"the measured window (duration − warm-up − cool-down) must last at least "
-                            f"min_window_s = {spec.min_window_s} s")
-        if not isinstance(spec.max_requests, int) or spec.max_requests < 1:
-            raise SpecError("max_requests must be a positive integer")
-        unknown_limits = set(spec.slo) - set(metrics.LIMIT_KEYS) - {"target"}
-        if unknown_limits:
-            raise SpecError(f"unknown slo fields: {', '.join(sorted(unknown_limits))}")
-        try:
-            schedule.build_schedule(spec.profile, min(spec.duration_s, 1.0), max_requests=1)
-        except schedule.ScheduleError as error:
-            raise SpecError(str(error)) from None
-        return spec
-
-    @property
-    def window(self) -> tuple[float, float]:
-        return self.warmup_s, self.duration_s - self.cooldown_s
-
-    @property
-    def limits(self) -> dict[str, float]:
-        return {k: float(v) for k, v in self.slo.items() if k in metrics.LIMIT_KEYS and v is not None}
-
-    def redacted(self) -> dict[str, Any]:
-        """The spec as stored beside the results: the API key never appears (only where it was read from)."""
-        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        endpoint = dict(self.endpoint)
-        headers = dict(endpoint.get("headers") or {})
-        for name in list(headers):
-            if name.lower() in ("authorization", "x-api-key", "api-key"):
-                headers[name] = "(redacted)"
-        if headers:
-            endpoint["headers"] = headers
-        data["endpoint"] = endpoint
-        profile = dict(self.profile)
-        if isinstance(profile.get("timestamps"), list):
-            profile["timestamps"] = f"({len(profile['timestamps'])} timestamps)"
-        data["profile"] = profile
-        if isinstance(self.prompts.get("dataset_lines"), list):
-            data["prompts"] = dict(self.prompts, dataset_lines=f"({len(self.prompts['dataset_lines'])} lines)")
-        return data
 
 
 @dataclass
@@ -245,7 +146,8 @@ async def run_load(spec: LoadSpec, *, cancelled: Callable[[], bool] | None = Non
     except EndpointError as error:
         raise SpecError(str(error)) from None
     run_id = run_id or uuid.uuid4().hex[:12]
-    times = schedule.build_schedule(spec.profile, spec.duration_s, max_requests=spec.max_requests, seed=spec.seed)
+    times = load_schedule.build_schedule(spec.profile, spec.duration_s, max_requests=spec.max_requests,
+                                         seed=spec.seed)
     closed = times is None
     concurrency = int(spec.profile.get("concurrency", 0)) if closed else 0
     planned = spec.max_requests if closed else int(times.size)
@@ -386,8 +288,8 @@ async def run_load(spec: LoadSpec, *, cancelled: Callable[[], bool] | None = Non
     records = _records(raw, t0, spec)
     meta["completed_wall_s"] = round(loop.time() - t0, 3)
     meta["t0_unix"] = time.time() - (loop.time() - t0)  # record times are seconds after this moment
-    return LoadResult(spec, records, summarize(records, spec, schedule.offered_rate(spec.profile, times,
-                                                                                     spec.duration_s)), meta)
+    offered = load_schedule.offered_rate(spec.profile, times, spec.duration_s)
+    return LoadResult(spec, records, summarize(records, spec, offered), meta)
 
 
 def _records(raw: list[tuple], t0: float, spec: LoadSpec) -> list[dict[str, Any]]:

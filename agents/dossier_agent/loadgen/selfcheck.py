@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dossier_agent import metrics
-from dossier_agent.loadgen.runner import LoadSpec, run_load
+from dossier_agent.contract import metrics
+from dossier_agent.contract.load_spec import LoadSpec
+from dossier_agent.loadgen.runner import run_load
 
 AGENT_ROOT = str(Path(__file__).resolve().parents[2])
 START_RATE = 250.0

@@ -1,6 +1,6 @@
 """Sweeps and the capacity search: the highest offered rate (or concurrency) whose SLO attainment stays at or above
-the target (`dossier_agent.metrics.capacity_at_slo`), found by stepping up geometrically until a level fails, then
-bisecting between the last passing and the first failing level. Bounded: at most `max_levels` runs.
+the target (`dossier_agent.contract.metrics.capacity_at_slo`), found by stepping up geometrically until a level
+fails, then bisecting between the last passing and the first failing level. Bounded: at most `max_levels` runs.
 
 Sweep spec (`spec["sweep"]`):
 - `levels`: an explicit list of rates (or concurrencies) to run, in order; or
@@ -15,34 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
-from dossier_agent import metrics
-from dossier_agent.loadgen.runner import LoadResult, LoadSpec, SpecError, run_load
+from dossier_agent.contract import metrics
+from dossier_agent.contract.load_spec import LoadSpec, SpecError, level_spec
+from dossier_agent.loadgen.runner import LoadResult, run_load
 
 DEFAULT_MAX_LEVELS = 12
-
-
-def _level_spec(base: LoadSpec, key: str, value: float, sweep: Mapping[str, Any]) -> LoadSpec:
-    profile = dict(base.profile)
-    if key == "concurrency":
-        profile = {"kind": "concurrency", "concurrency": max(1, round(value))}
-    else:
-        if profile.get("kind") not in ("constant", "poisson", "gamma"):
-            profile = {"kind": "constant"}
-        profile["rate"] = float(value)
-    duration = float(sweep.get("level_duration_s", base.duration_s))
-    warmup = float(sweep.get("level_warmup_s", min(base.warmup_s, duration / 4)))
-    cooldown = float(sweep.get("level_cooldown_s", min(base.cooldown_s, duration / 4)))
-    drain = base.drain_s
-    if drain is None and base.limits.get("e2e_max_s"):
-        # A request still running e2e_max_s after the level ended has missed the SLO whatever happens next:
-        # waiting longer for it changes no verdict, and an overloaded level would otherwise drain its whole queue.
-        drain = 1.5 * base.limits["e2e_max_s"] + 0.1
-    return replace(base, profile=profile, duration_s=duration, warmup_s=warmup, cooldown_s=cooldown,
-                   min_window_s=min(base.min_window_s, duration - warmup - cooldown), drain_s=drain,
-                   seed=base.seed + int(value * 1000) % 100_000)
 
 
 def _point(key: str, value: float, result: LoadResult) -> dict[str, Any]:
@@ -82,7 +61,7 @@ async def run_sweep(base: LoadSpec, sweep: Mapping[str, Any], *, cancelled: Call
         if cancelled():
             stop_reason = "cancelled"
             return None
-        spec = _level_spec(base, key, value, sweep)
+        spec = level_spec(base, key, value, sweep)
         result = await run_load(spec, cancelled=cancelled, log=log)
         point = _point(key, value, result)
         points.append(point)

@@ -15,7 +15,7 @@ from apps.benchmarks.tests.helpers import make_plan
 from apps.fleet.tests.helpers import AgentApi, register_agent
 
 PHASE3_KINDS = ("operations", "acceptance", "checkpoint", "allreduce")
-#: what an operator declares for a serving stack the agent may act on (dossier_agent.operations.OPERATIONS)
+#: what an operator may declare on a serving stack (dossier_agent.contract.operation_names.OPERATIONS)
 DECLARED_OPERATIONS = ("start", "stop", "restart", "kill_worker", "bad_deploy", "drain")
 
 

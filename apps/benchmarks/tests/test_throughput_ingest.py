@@ -9,9 +9,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from dossier_agent import metrics
+from dossier_agent.contract import metrics
+from dossier_agent.contract.load_spec import LoadSpec
 from dossier_agent.jobs import throughput as throughput_job
-from dossier_agent.loadgen.runner import LoadSpec
 
 from apps.benchmarks import tasks, throughput
 from apps.benchmarks.models import Result

@@ -54,7 +54,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-OPERATIONS = ("start", "stop", "restart", "kill_worker", "bad_deploy", "drain")
+from dossier_agent.contract.operation_names import OPERATIONS
+
 SERVING = "serving"
 TYPES = ("process", "systemd", "container", "command")
 _DEFAULTS = {

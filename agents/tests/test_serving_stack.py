@@ -7,8 +7,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from dossier_agent import operations
-from dossier_agent.operations import OperationRefused, OperationsConfigError, ServingStack, parse_operations
+from dossier_agent import serving_stack
+from dossier_agent.serving_stack import OperationRefused, OperationsConfigError, ServingStack, parse_operations
 
 from conftest import AGENTS_ROOT
 
@@ -29,10 +29,10 @@ def test_the_declared_operations_are_the_named_tables():
                       drain={"command": "curl -fsS -X POST 'http://127.0.0.1:8100/drain'"})
     spec = parse_operations(raw)
     assert spec.declared == ["drain", "kill_worker", "restart", "start"]
-    assert operations.declared_operations(raw) == spec.declared  # `serving` is not an operation
+    assert serving_stack.declared_operations(raw) == spec.declared  # `serving` is not an operation
     assert spec.operations["drain"].argv == ("curl", "-fsS", "-X", "POST", "http://127.0.0.1:8100/drain")
     assert spec.operations["restart"].timeout_s == 20 and spec.operations["start"].timeout_s == 600
-    assert operations.declared_operations({}) == []
+    assert serving_stack.declared_operations({}) == []
 
 
 @pytest.mark.parametrize(("raw", "message"), [
@@ -158,11 +158,11 @@ process_start_time_seconds 1.7e9
 
 
 def test_prometheus_text_is_parsed():
-    parsed = operations.parse_prometheus(METRICS)
+    parsed = serving_stack.parse_prometheus(METRICS)
     assert parsed["parses"] and parsed["samples"] == 4
     assert parsed["families"] == ["process_start_time_seconds", "vllm:e2e_request_latency_seconds",
                                   "vllm:num_requests_running"]
-    broken = operations.parse_prometheus("up 1\nthis is not a metric\nx{a=\"b\"} NaNx\n")
+    broken = serving_stack.parse_prometheus("up 1\nthis is not a metric\nx{a=\"b\"} NaNx\n")
     assert not broken["parses"] and len(broken["errors"]) == 2
 
 
@@ -218,5 +218,5 @@ def test_the_ready_time_of_a_systemd_or_container_stack_comes_from_its_log_times
         "ready_pattern": "startup complete"}}), environ=environ)
     expected = 1893553445.123456  # 2030-01-02T03:04:05.123456Z
     assert container.ready_after(expected - 10, expected + 10) == pytest.approx(expected, abs=1e-6)
-    assert operations.log_line_time("2030-01-02T03:04:05+01:00 x") == pytest.approx(expected - 0.123456 - 3600)
-    assert operations.log_line_time("loading weights") is None
+    assert serving_stack.log_line_time("2030-01-02T03:04:05+01:00 x") == pytest.approx(expected - 0.123456 - 3600)
+    assert serving_stack.log_line_time("loading weights") is None
