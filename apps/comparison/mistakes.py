@@ -1,7 +1,8 @@
 """The guide's six common mistakes of GPU selection, as checks over plain data (no Django).
 
 Each mistake is a `Rule`: a stable code, a check function `Situation -> tuple[Finding, ...]`, and its title,
-explanation and finding messages in English, French and Indonesian, kept as data in `RULES`.
+explanation and finding messages, kept as data in `RULES`. The texts are the English, marked with `gettext_noop`; the
+web layer translates them with `gettext` in the active language (apps/decisions/locale holds the French and Indonesian).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
+from apps.common.i18n import gettext_noop
 from apps.comparison.cost_model import Row, significant
 
-LANGUAGES = ("en", "fr", "id")
 SELF_HOSTED_KINDS = frozenset({"gpu", "purchase"})
 
 
@@ -94,25 +95,25 @@ class Finding:
     params: Mapping[str, Any] = field(default_factory=dict)
     severity: str = "warning"
 
-    def message(self, language: str = "en") -> str:
-        template = RULES_BY_CODE[self.code].reasons[self.reason][_language(language)]
-        return template % {name: _shown(value) for name, value in self.params.items()}
+    @property
+    def template(self) -> str:
+        """The English sentence of this finding, with `%(name)s` placeholders for its parameters."""
+        return RULES_BY_CODE[self.code].reasons[self.reason]
+
+    def message(self, translate: Callable[[str], str] = gettext_noop) -> str:
+        """The finding as a sentence. `translate` turns the English template into the reader's language (the web
+        layer passes Django's `gettext`); the parameters are filled in afterwards."""
+        return translate(self.template) % {name: _shown(value) for name, value in self.params.items()}
 
 
 @dataclass(frozen=True)
 class Rule:
     code: str
     number: int
-    title: Mapping[str, str]
-    explanation: Mapping[str, str]
-    reasons: Mapping[str, Mapping[str, str]]
+    title: str
+    explanation: str
+    reasons: Mapping[str, str]  # reason code → English message template
     check: Callable[[Situation], tuple[Finding, ...]]
-
-
-def _language(language: str) -> str:
-    """The catalog language for a language tag: its primary subtag if we have it ('fr-CA' → 'fr'), else English."""
-    primary = language.lower().replace("_", "-").split("-")[0]
-    return primary if primary in LANGUAGES else "en"
 
 
 def _shown(value: Any) -> str:
@@ -241,232 +242,118 @@ RULES: tuple[Rule, ...] = (
     Rule(
         code="chose_by_hourly_rate",
         number=1,
-        title={
-            "en": "Choosing by hourly rate",
-            "fr": "Choisir en fonction du tarif horaire",
-            "id": "Memilih berdasarkan tarif per jam",
-        },
-        explanation={
-            "en": "Hourly rates ignore utilisation, retries, downtime, storage, networking, support and engineer "
-                  "time. Use the cost per completed workload instead.",
-            "fr": "Le tarif horaire ignore l’utilisation, les reprises, le temps d’inactivité, le stockage, le "
-                  "réseau, le support et le temps des ingénieurs. Utilisez plutôt le coût de la charge de travail "
-                  "terminée.",
-            "id": "Tarif per jam mengabaikan utilisasi, percobaan ulang, waktu henti, penyimpanan, jaringan, "
-                  "dukungan, dan waktu engineer. Gunakan biaya per beban kerja yang selesai.",
-        },
+        title=gettext_noop("Choosing by hourly rate"),
+        explanation=gettext_noop(
+            "Hourly rates ignore utilisation, retries, downtime, storage, networking, support and engineer time. Use "
+            "the cost per completed workload instead."
+        ),
         reasons={
-            "cheapest_hour_not_cheapest_output": {
-                "en": "%(chosen)s has the lowest hourly price (%(chosen_hourly)s) but costs %(chosen_unit_cost)s "
-                      "per accepted output; %(cheapest)s delivers one for %(cheapest_unit_cost)s.",
-                "fr": "%(chosen)s a le tarif horaire le plus bas (%(chosen_hourly)s) mais coûte "
-                      "%(chosen_unit_cost)s par sortie acceptée ; %(cheapest)s en livre une pour "
-                      "%(cheapest_unit_cost)s.",
-                "id": "%(chosen)s memiliki tarif per jam terendah (%(chosen_hourly)s), tetapi biayanya "
-                      "%(chosen_unit_cost)s per output yang diterima; %(cheapest)s menghasilkannya dengan biaya "
-                      "%(cheapest_unit_cost)s.",
-            },
-            "chosen_without_benchmark": {
-                "en": "%(chosen)s was chosen without benchmark evidence: its cost per accepted output rests on no "
-                      "measurement.",
-                "fr": "%(chosen)s a été choisi sans preuve de benchmark : son coût par sortie acceptée ne repose "
-                      "sur aucune mesure.",
-                "id": "%(chosen)s dipilih tanpa bukti benchmark: biaya per output yang diterima tidak didasarkan "
-                      "pada pengukuran apa pun.",
-            },
-            "hour_and_output_leaders_differ": {
-                "en": "The lowest hourly price (%(hour_leaders)s) and the lowest cost per accepted output "
-                      "(%(output_leaders)s) belong to different candidates.",
-                "fr": "Le tarif horaire le plus bas (%(hour_leaders)s) et le coût par sortie acceptée le plus bas "
-                      "(%(output_leaders)s) appartiennent à des candidats différents.",
-                "id": "Tarif per jam terendah (%(hour_leaders)s) dan biaya per output yang diterima terendah "
-                      "(%(output_leaders)s) dimiliki oleh kandidat yang berbeda.",
-            },
+            "cheapest_hour_not_cheapest_output": gettext_noop(
+                "%(chosen)s has the lowest hourly price (%(chosen_hourly)s) but costs %(chosen_unit_cost)s per "
+                "accepted output; %(cheapest)s delivers one for %(cheapest_unit_cost)s."
+            ),
+            "chosen_without_benchmark": gettext_noop(
+                "%(chosen)s was chosen without benchmark evidence: its cost per accepted output rests on no "
+                "measurement."
+            ),
+            "hour_and_output_leaders_differ": gettext_noop(
+                "The lowest hourly price (%(hour_leaders)s) and the lowest cost per accepted output "
+                "(%(output_leaders)s) belong to different candidates."
+            ),
         },
         check=check_chose_by_hourly_rate,
     ),
     Rule(
         code="memory_fit_yes_no",
         number=2,
-        title={
-            "en": "Treating memory fit as a yes/no question",
-            "fr": "Traiter l’adéquation mémoire comme une question oui/non",
-            "id": "Menganggap kecocokan memori sebagai pertanyaan \"ya/tidak\"",
-        },
-        explanation={
-            "en": "Memory fit at one prompt length or batch size does not prove production fit. Long context, high "
-                  "concurrency, model changes and serving-framework overhead can change the answer.",
-            "fr": "L’adéquation mémoire à une longueur de prompt ou une taille de lot donnée ne prouve pas "
-                  "l’adéquation en production. Un long contexte, une forte concurrence, des changements de modèle "
-                  "et la surcharge du framework de service peuvent modifier la réponse.",
-            "id": "Kecocokan memori pada satu panjang permintaan atau ukuran batch tidak membuktikan kelayakan untuk "
-                  "produksi. Konteks panjang, konkurensi tinggi, pergantian model, dan overhead framework serving "
-                  "dapat mengubah jawabannya.",
-        },
+        title=gettext_noop("Treating memory fit as a yes/no question"),
+        explanation=gettext_noop(
+            "Memory fit at one prompt length or batch size does not prove production fit. Long context, high "
+            "concurrency, model changes and serving-framework overhead can change the answer."
+        ),
         reasons={
-            "no_phase1_evidence": {
-                "en": "%(candidate)s has no phase-1 memory-fit evidence at the workload's p95 context or peak "
-                      "concurrency.",
-                "fr": "%(candidate)s n’a aucune preuve d’adéquation mémoire de phase 1 au contexte p95 ni à la "
-                      "concurrence de pointe de la charge de travail.",
-                "id": "%(candidate)s tidak memiliki bukti kecocokan memori tahap 1 pada konteks p95 atau "
-                      "konkurensi puncak beban kerja.",
-            },
-            "context_untested": {
-                "en": "%(candidate)s: phase 1 did not test the context length (the workload's p95 is %(target)s "
-                      "tokens).",
-                "fr": "%(candidate)s : la phase 1 n’a pas testé la longueur de contexte (le p95 de la charge de "
-                      "travail est de %(target)s tokens).",
-                "id": "%(candidate)s: tahap 1 tidak menguji panjang konteks (p95 beban kerja adalah %(target)s "
-                      "token).",
-            },
-            "context_below_target": {
-                "en": "%(candidate)s: phase 1 tested %(tested)s tokens of context, below the workload's p95 of "
-                      "%(target)s.",
-                "fr": "%(candidate)s : la phase 1 a testé %(tested)s tokens de contexte, en dessous du p95 de la "
-                      "charge de travail (%(target)s).",
-                "id": "%(candidate)s: tahap 1 menguji konteks %(tested)s token, di bawah p95 beban kerja sebesar "
-                      "%(target)s.",
-            },
-            "concurrency_untested": {
-                "en": "%(candidate)s: phase 1 did not test concurrency (the workload's peak is %(target)s "
-                      "concurrent requests).",
-                "fr": "%(candidate)s : la phase 1 n’a pas testé la concurrence (la pointe de la charge de travail "
-                      "est de %(target)s requêtes simultanées).",
-                "id": "%(candidate)s: tahap 1 tidak menguji konkurensi (puncak beban kerja adalah %(target)s "
-                      "permintaan bersamaan).",
-            },
-            "concurrency_below_target": {
-                "en": "%(candidate)s: phase 1 tested %(tested)s concurrent requests, below the workload's peak of "
-                      "%(target)s.",
-                "fr": "%(candidate)s : la phase 1 a testé %(tested)s requêtes simultanées, en dessous de la "
-                      "pointe de la charge de travail (%(target)s).",
-                "id": "%(candidate)s: tahap 1 menguji %(tested)s permintaan bersamaan, di bawah puncak beban "
-                      "kerja sebesar %(target)s.",
-            },
+            "no_phase1_evidence": gettext_noop(
+                "%(candidate)s has no phase-1 memory-fit evidence at the workload's p95 context or peak concurrency."
+            ),
+            "context_untested": gettext_noop(
+                "%(candidate)s: phase 1 did not test the context length (the workload's p95 is %(target)s tokens)."
+            ),
+            "context_below_target": gettext_noop(
+                "%(candidate)s: phase 1 tested %(tested)s tokens of context, below the workload's p95 of %(target)s."
+            ),
+            "concurrency_untested": gettext_noop(
+                "%(candidate)s: phase 1 did not test concurrency (the workload's peak is %(target)s concurrent "
+                "requests)."
+            ),
+            "concurrency_below_target": gettext_noop(
+                "%(candidate)s: phase 1 tested %(tested)s concurrent requests, below the workload's peak of "
+                "%(target)s."
+            ),
         },
         check=check_memory_fit_yes_no,
     ),
     Rule(
         code="interconnect_ignored",
         number=3,
-        title={
-            "en": "Ignoring interconnect",
-            "fr": "Ignorer l’interconnexion",
-            "id": "Mengabaikan interconnect",
-        },
-        explanation={
-            "en": "For multi-GPU and multi-node jobs, topology is part of the GPU. A cheaper GPU pool with weak "
-                  "placement can lose to a more expensive but coherent cluster.",
-            "fr": "Pour les tâches multi-GPU et multi-nœuds, la topologie fait partie du GPU. Un pool de GPU moins "
-                  "cher avec un placement faible peut être dépassé par un cluster plus coûteux mais cohérent.",
-            "id": "Untuk tugas multi-GPU dan multi-node, topologi adalah bagian dari GPU. Pool GPU yang lebih murah "
-                  "dengan penempatan yang lemah dapat kalah dari klaster yang lebih mahal tetapi terkoordinasi.",
-        },
+        title=gettext_noop("Ignoring interconnect"),
+        explanation=gettext_noop(
+            "For multi-GPU and multi-node jobs, topology is part of the GPU. A cheaper GPU pool with weak placement "
+            "can lose to a more expensive but coherent cluster."
+        ),
         reasons={
-            "multi_gpu": {
-                "en": "%(candidate)s runs one job across %(gpus)s GPUs with no interconnect data and no "
-                      "interconnect test.",
-                "fr": "%(candidate)s exécute une tâche sur %(gpus)s GPU sans données ni test d’interconnexion.",
-                "id": "%(candidate)s menjalankan satu tugas di %(gpus)s GPU tanpa data interconnect dan tanpa uji "
-                      "interconnect.",
-            },
-            "multi_node": {
-                "en": "%(candidate)s runs one job across %(nodes)s nodes with no interconnect data and no "
-                      "interconnect test.",
-                "fr": "%(candidate)s exécute une tâche sur %(nodes)s nœuds sans données ni test "
-                      "d’interconnexion.",
-                "id": "%(candidate)s menjalankan satu tugas di %(nodes)s node tanpa data interconnect dan tanpa "
-                      "uji interconnect.",
-            },
+            "multi_gpu": gettext_noop(
+                "%(candidate)s runs one job across %(gpus)s GPUs with no interconnect data and no interconnect test."
+            ),
+            "multi_node": gettext_noop(
+                "%(candidate)s runs one job across %(nodes)s nodes with no interconnect data and no interconnect test."
+            ),
         },
         check=check_interconnect_ignored,
     ),
     Rule(
         code="generated_not_accepted",
         number=4,
-        title={
-            "en": "Benchmarking generated outputs instead of accepted outputs",
-            "fr": "Benchmarker les sorties générées au lieu des sorties acceptées",
-            "id": "Melakukan benchmark berdasarkan output yang dihasilkan, bukan output yang diterima",
-        },
-        explanation={
-            "en": "AI workloads include quality filters, safety filters, retries, failed generations, failed "
-                  "patches and failed evals. Measure the cost per accepted output.",
-            "fr": "Les charges de travail IA comportent des filtres de qualité, des filtres de sécurité, des "
-                  "reprises, des générations échouées, des correctifs échoués et des évaluations échouées. Mesurez "
-                  "le coût des sorties acceptées.",
-            "id": "Beban kerja AI mencakup filter kualitas, filter keamanan, percobaan ulang, generasi yang gagal, "
-                  "patch yang gagal, dan eval yang gagal. Ukur biaya per output yang diterima.",
-        },
+        title=gettext_noop("Benchmarking generated outputs instead of accepted outputs"),
+        explanation=gettext_noop(
+            "AI workloads include quality filters, safety filters, retries, failed generations, failed patches and "
+            "failed evals. Measure the cost per accepted output."
+        ),
         reasons={
-            "no_acceptance_criteria": {
-                "en": "The workload states no acceptance criteria: the benchmarks can count generated outputs "
-                      "only, not accepted ones.",
-                "fr": "La charge de travail n’indique aucun critère d’acceptation : les benchmarks ne peuvent "
-                      "compter que les sorties générées, pas les sorties acceptées.",
-                "id": "Beban kerja tidak menyatakan kriteria penerimaan: benchmark hanya dapat menghitung output "
-                      "yang dihasilkan, bukan output yang diterima.",
-            },
+            "no_acceptance_criteria": gettext_noop(
+                "The workload states no acceptance criteria: the benchmarks can count generated outputs only, not "
+                "accepted ones."
+            ),
         },
         check=check_generated_not_accepted,
     ),
     Rule(
         code="no_platform_ownership",
         number=5,
-        title={
-            "en": "Forgetting platform ownership",
-            "fr": "Oublier la responsabilité de la plateforme",
-            "id": "Melupakan tanggung jawab platform",
-        },
-        explanation={
-            "en": "Someone must own drivers, CUDA, containers, model servers, autoscaling, quotas, logging, "
-                  "alerts, incidents and spend reporting. If no such team exists, price it in.",
-            "fr": "Quelqu’un doit gérer les pilotes, CUDA, les conteneurs, les serveurs de modèles, "
-                  "l’autoscaling, les quotas, la journalisation, les alertes, les incidents et les rapports de "
-                  "dépenses. Si cette équipe n’existe pas, prenez-la en compte.",
-            "id": "Seseorang harus memelihara driver, CUDA, container, server model, autoscaling, kuota, logging, "
-                  "peringatan, insiden, dan pelaporan pengeluaran. Jika tim seperti itu tidak ada, perhitungkan "
-                  "hal tersebut.",
-        },
+        title=gettext_noop("Forgetting platform ownership"),
+        explanation=gettext_noop(
+            "Someone must own drivers, CUDA, containers, model servers, autoscaling, quotas, logging, alerts, "
+            "incidents and spend reporting. If no such team exists, price it in."
+        ),
         reasons={
-            "zero_platform_labor": {
-                "en": "%(candidate)s runs on GPUs you operate, yet carries no platform labor.",
-                "fr": "%(candidate)s tourne sur des GPU que vous exploitez, mais ne compte aucun travail de "
-                      "plateforme.",
-                "id": "%(candidate)s berjalan di GPU yang Anda operasikan, tetapi tidak mencantumkan upaya kerja "
-                      "platform.",
-            },
+            "zero_platform_labor": gettext_noop(
+                "%(candidate)s runs on GPUs you operate, yet carries no platform labor."
+            ),
         },
         check=check_no_platform_ownership,
     ),
     Rule(
         code="bought_for_todays_model",
         number=6,
-        title={
-            "en": "Buying only for today's model",
-            "fr": "Acheter uniquement pour le modèle d’aujourd’hui",
-            "id": "Membeli hanya untuk model saat ini",
-        },
-        explanation={
-            "en": "Model choices change. Context windows grow. Quantisation improves. Provider availability shifts. "
-                  "Keep the decision record flexible and avoid commitments that assume one model stays dominant.",
-            "fr": "Le choix du modèle change. Les fenêtres de contexte grandissent. La quantification s’améliore. "
-                  "La disponibilité des fournisseurs évolue. Gardez le dossier de décision flexible et évitez les "
-                  "engagements qui supposent qu’un seul modèle restera dominant.",
-            "id": "Pilihan model berubah. Jendela konteks bertambah. Kuantisasi membaik. Ketersediaan provider "
-                  "berubah. Buat dokumen keputusan tetap fleksibel dan hindari komitmen yang mengasumsikan satu "
-                  "model akan tetap dominan.",
-        },
+        title=gettext_noop("Buying only for today's model"),
+        explanation=gettext_noop(
+            "Model choices change. Context windows grow. Quantisation improves. Provider availability shifts. Keep "
+            "the decision record flexible and avoid commitments that assume one model stays dominant."
+        ),
         reasons={
-            "commitment_outlives_model": {
-                "en": "%(candidate)s commits for %(commitment)s months, longer than the %(life)s months the "
-                      "workload expects its model to last.",
-                "fr": "%(candidate)s engage pour %(commitment)s mois, plus longtemps que les %(life)s mois de "
-                      "durée de vie prévue du modèle de la charge de travail.",
-                "id": "%(candidate)s berkomitmen selama %(commitment)s bulan, lebih lama dari perkiraan masa "
-                      "pakai model beban kerja selama %(life)s bulan.",
-            },
+            "commitment_outlives_model": gettext_noop(
+                "%(candidate)s commits for %(commitment)s months, longer than the %(life)s months the workload "
+                "expects its model to last."
+            ),
         },
         check=check_bought_for_todays_model,
     ),

@@ -14,7 +14,7 @@ from decimal import ROUND_CEILING, Decimal
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
-from django.utils.translation import get_language
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.comparison import cost_model, mistakes
@@ -631,22 +631,16 @@ def workload_facts(summary: WorkloadSummary) -> mistakes.WorkloadFacts:
     )
 
 
-def rule_results(situation: mistakes.Situation, labels: dict[str, str], language: str) -> list[RuleResult]:
+def rule_results(situation: mistakes.Situation, labels: dict[str, str]) -> list[RuleResult]:
     """The six rules in the guide's order, each with its findings, in the active language."""
     results = []
     for rule in mistakes.RULES:
         findings = tuple(
-            FindingView(finding, labels.get(finding.candidate_id or "", ""), finding.message(language))
+            FindingView(finding, labels.get(finding.candidate_id or "", ""), finding.message(gettext))
             for finding in rule.check(situation)
         )
-        results.append(
-            RuleResult(rule, mistakes_text(rule.title, language), mistakes_text(rule.explanation, language), findings)
-        )
+        results.append(RuleResult(rule, gettext(rule.title), gettext(rule.explanation), findings))
     return results
-
-
-def mistakes_text(texts, language: str) -> str:
-    return texts[mistakes._language(language)]
 
 
 def predicted_memory_margins(summary: WorkloadSummary, results: list[CandidateResult]) -> None:
@@ -758,7 +752,6 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
     `chosen_id` (a candidate id) asks the six-mistakes check about that choice (a decision record passes its own);
     `focus_id` picks the candidate of the sensitivity chart (default: the chosen one, else the cheapest).
     """
-    language = get_language() or "en"
     currency = summary.team.reporting_currency
     candidates = list(candidates_for_comparison(user, summary))
     results = [
@@ -788,7 +781,7 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
     labels = {result.id: result.label for result in results}
     comparison = Comparison(
         summary=summary, currency=currency, demand=demand, demand_problem=demand_problem, results=results,
-        rules=rule_results(situation, labels, language), chosen_id=chosen, exchange_rates=rates, training=training,
+        rules=rule_results(situation, labels), chosen_id=chosen, exchange_rates=rates, training=training,
     )
     if demand is None:
         comparison.focus = comparison.cheapest

@@ -18,13 +18,14 @@ import json
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from enum import Enum
 from typing import Any
 
+from django.utils import translation
 from django.utils.functional import Promise
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext
 
 from apps.comparison import cost_model, mistakes
 from apps.comparison import selectors as comparison_selectors
@@ -34,6 +35,9 @@ from apps.workloads.models import WorkloadSummary
 
 #: A note parameter that reads as a number was a number (Decimal or int) when the snapshot was written.
 NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$")
+
+#: The languages of the guide: a snapshot keeps the texts of the six mistakes in each, as they read when it was frozen.
+LANGUAGES = ("en", "fr", "id")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -74,8 +78,13 @@ def sha256_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _texts(texts: Mapping[str, str]) -> dict[str, str]:
-    return {language: texts[language] for language in mistakes.LANGUAGES}
+def _in_each_language(render: Callable[..., str], *arguments: Any) -> dict[str, str]:
+    """{language: `render(*arguments)` with that language active}, for each language of the guide."""
+    texts = {}
+    for language in LANGUAGES:
+        with translation.override(language):
+            texts[language] = render(*arguments)
+    return texts
 
 
 def _result_data(result: comparison_selectors.CandidateResult) -> dict:
@@ -125,8 +134,8 @@ def comparison_to_data(comparison: comparison_selectors.Comparison) -> dict:
             {
                 "code": rule.code,
                 "number": rule.number,
-                "title": _texts(rule.title),
-                "explanation": _texts(rule.explanation),
+                "title": _in_each_language(gettext, rule.title),
+                "explanation": _in_each_language(gettext, rule.explanation),
                 "findings": [
                     {
                         "code": view.finding.code,
@@ -135,7 +144,7 @@ def comparison_to_data(comparison: comparison_selectors.Comparison) -> dict:
                         "candidate_label": view.candidate_label,
                         "severity": view.finding.severity,
                         "params": dict(view.finding.params),
-                        "message": {language: view.finding.message(language) for language in mistakes.LANGUAGES},
+                        "message": _in_each_language(view.finding.message, gettext),
                     }
                     for view in rule_result.findings
                 ],
@@ -283,12 +292,15 @@ def _inputs(data: Mapping[str, Mapping]) -> dict[str, CandidateFigure]:
 
 
 def _language(language: str | None) -> str:
-    return mistakes._language(language or get_language() or "en")
+    """The snapshot language for a language tag: its primary subtag if a snapshot has it ('fr-CA' → 'fr'), else
+    English."""
+    primary = (language or get_language() or "en").lower().replace("_", "-").split("-")[0]
+    return primary if primary in LANGUAGES else "en"
 
 
 def _rule(data: Mapping, language: str) -> comparison_selectors.RuleResult:
     rule = mistakes.RULES_BY_CODE.get(data["code"]) or mistakes.Rule(
-        data["code"], data["number"], data["title"], data["explanation"], {}, lambda situation: ()
+        data["code"], data["number"], data["title"]["en"], data["explanation"]["en"], {}, lambda situation: ()
     )
     findings = tuple(
         comparison_selectors.FindingView(

@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from apps.accounts.scoping import TeamScopedQuerySet
 from apps.workloads import rules
@@ -25,7 +26,8 @@ from apps.workloads.memory import inference, precisions, shapes, training
 class WorkloadType(models.TextChoices):
     TRAINING = rules.TRAINING, _("Training / pre-training")
     FULL_FINE_TUNING = rules.FULL_FINE_TUNING, _("Full fine-tuning")
-    LORA_FINE_TUNING = rules.LORA_FINE_TUNING, _("LoRA/QLoRA fine-tuning")
+    # In context: the quick-answer row of rules.QUICK_ANSWERS has the same English, worded differently in Indonesian.
+    LORA_FINE_TUNING = rules.LORA_FINE_TUNING, pgettext_lazy("workload type", "LoRA/QLoRA fine-tuning")
     BATCH_INFERENCE = rules.BATCH_INFERENCE, _("Batch LLM inference")
     REALTIME_INFERENCE = rules.REALTIME_INFERENCE, _("Real-time LLM inference")
     EMBEDDING = rules.EMBEDDING, _("Embedding / reranking")
@@ -130,12 +132,15 @@ class Tool(models.TextChoices):
 
 
 class DecisionMetric(models.TextChoices):
+    # Labels in context where the step-2 texts of rules.METRICS have the same English, worded differently in Indonesian.
     TRAINING_RUN = "cost_per_training_run", _("Cost per completed training run at the target eval score")
-    CHECKPOINT = "cost_per_checkpoint", _("Cost per accepted fine-tuned checkpoint")
-    RESPONSE = "cost_per_response", _("Cost per accepted response at the target p95/p99 latency")
+    CHECKPOINT = "cost_per_checkpoint", pgettext_lazy("decision metric", "Cost per accepted fine-tuned checkpoint")
+    RESPONSE = "cost_per_response", pgettext_lazy(
+        "decision metric", "Cost per accepted response at the target p95/p99 latency"
+    )
     RECORD_OR_TOKEN = "cost_per_record_or_token", _("Cost per accepted record or output token")
     TASK = "cost_per_task", _("Cost per accepted task or patch")
-    IMAGE = "cost_per_image", _("Cost per accepted image after quality filters")
+    IMAGE = "cost_per_image", pgettext_lazy("decision metric", "Cost per accepted image after quality filters")
     CLIP_SECOND = "cost_per_clip_second", _("Cost per accepted second or clip")
     EVAL_SUITE = "cost_per_eval_suite", _("Cost per completed eval suite")
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from django.db import models
 from django.shortcuts import get_object_or_404
-from django.utils.translation import get_language
 
 from apps.catalog.models import GpuModel, SpecKey
 from apps.catalog.selectors import MemoryBasis, UsableMemory, gpu_catalog, usable_memory_bytes
@@ -120,10 +119,6 @@ class SummaryReport:
     @property
     def is_ready_to_mark(self) -> bool:
         return self.summary.is_draft and not self.missing
-
-    @property
-    def language(self) -> str:
-        return get_language() or "en"
 
 
 def summary_report(summary: WorkloadSummary, *, gpus: list[CatalogGpu] | None = None) -> SummaryReport:

@@ -9,12 +9,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from apps.audit.models import ObjectChange
 from apps.audit.services import model_snapshot, record_change
-from apps.workloads import readiness, rules
+from apps.workloads import readiness
 from apps.workloads.models import Status, Workload, WorkloadSummary
 
 #: The fields a person states; everything else (team, version, status, who and when) the services set.
@@ -185,7 +184,7 @@ def readiness_errors(summary: WorkloadSummary) -> dict[str, list[str]]:
     """{field: [why it is needed]} for every applicable field that is still empty."""
     errors: dict[str, list[str]] = {}
     for item in readiness.missing_fields(summary):
-        errors.setdefault(item.field, []).append(rules.pick(item.requirement.why, get_language()))
+        errors.setdefault(item.field, []).append(_(item.requirement.why))
     return errors
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -57,9 +56,8 @@ def _fit_label(status: FitStatus) -> str:
 
 
 def missing_rows(missing: list[readiness.MissingField]) -> list[dict]:
-    language = get_language()
     return [
-        {"field": item.field, "label": _field_label(item.field), "why": rules.pick(item.requirement.why, language)}
+        {"field": item.field, "label": _field_label(item.field), "why": _(item.requirement.why)}
         for item in missing
     ]
 
@@ -138,7 +136,6 @@ def _shortlist_context(report: SummaryReport) -> dict | None:
     shortlist = report.shortlist
     if shortlist is None:
         return None
-    language = get_language()
     answer = shortlist.answer
     entries = []
     for entry in shortlist.entries:
@@ -153,8 +150,8 @@ def _shortlist_context(report: SummaryReport) -> dict | None:
                 "status": _fit_label(entry.gpu_fit.fit.status),
                 "badge": FIT_BADGES[entry.gpu_fit.fit.status],
                 "need_value": entry.need_value,
-                "role": rules.pick(entry.family.role, language) if entry.family else "",
-                "watch": rules.pick(entry.family.watch, language) if entry.family else "",
+                "role": _(entry.family.role) if entry.family else "",
+                "watch": _(entry.family.watch) if entry.family else "",
             }
         )
     need_units = {
@@ -164,19 +161,19 @@ def _shortlist_context(report: SummaryReport) -> dict | None:
     }
     need_label, need_unit = need_units[shortlist.need]
     return {
-        "workload": rules.pick(answer.workload, language),
-        "prioritises": rules.pick(answer.prioritises, language),
-        "directions": rules.pick(answer.directions, language),
-        "watch": rules.pick(answer.watch, language),
-        "need": rules.pick(rules.NEED_TEXTS[shortlist.need], language),
+        "workload": _(answer.workload),
+        "prioritises": _(answer.prioritises),
+        "directions": _(answer.directions),
+        "watch": _(answer.watch),
+        "need": _(rules.NEED_TEXTS[shortlist.need]),
         "need_label": need_label,
         "need_unit": need_unit,
         "families": [
             {
                 "label": family.label,
-                "role": rules.pick(family.role, language),
-                "best_fit": rules.pick(family.best_fit, language),
-                "watch": rules.pick(family.watch, language),
+                "role": _(family.role),
+                "best_fit": _(family.best_fit),
+                "watch": _(family.watch),
             }
             for family in shortlist.families
         ],
@@ -200,25 +197,23 @@ def _chart(report: SummaryReport) -> dict | None:
 
 
 def _metric_context(summary: WorkloadSummary) -> dict:
-    language = get_language()
     proposed = summary.proposed_metric
     effective = summary.effective_metric
     return {
         "proposed": proposed,
         "proposed_label": DecisionMetric(proposed).label if proposed else "",
-        "proposed_text": rules.pick(rules.METRICS[proposed], language) if proposed else "",
+        "proposed_text": _(rules.METRICS[proposed]) if proposed else "",
         "effective": effective,
         "effective_label": DecisionMetric(effective).label if effective else "",
-        "effective_text": rules.pick(rules.METRICS[effective], language) if effective else "",
+        "effective_text": _(rules.METRICS[effective]) if effective else "",
         "changed": summary.metric_differs_from_proposal,
         "reason": summary.decision_metric_reason,
     }
 
 
 def _capacity_context(report: SummaryReport) -> dict:
-    language = get_language()
     hints = [
-        {"situation": rules.pick(rule.situation, language), "starting_point": rules.pick(rule.starting_point, language)}
+        {"situation": _(rule.situation), "starting_point": _(rule.starting_point)}
         for rule in report.capacity_hints
     ]
     empty = [_field_label(name) for name in rules.CAPACITY_FIELDS if readiness.is_empty(getattr(report.summary, name))]
@@ -343,7 +338,7 @@ def _estimate_preview(summary: WorkloadSummary) -> dict:
 
 def _form_context(request, form: WorkloadSummaryForm, summary: WorkloadSummary | None) -> dict:
     instance = form.instance
-    metric_texts = {code: rules.pick(texts, get_language()) for code, texts in rules.METRICS.items()}
+    metric_texts = {code: _(text) for code, text in rules.METRICS.items()}
     proposed = instance.proposed_metric
     return {
         "form": form,

@@ -2,6 +2,7 @@
 phase-4 table, the six mistakes, the charts, the approval trail, the audit log), the sign-off form, the print view
 and the exports made from the snapshot."""
 
+import copy
 import io
 from decimal import Decimal
 
@@ -11,8 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
+from django.utils.translation import gettext
 
-from apps.comparison import display, exports, mistakes
+from apps.comparison import display, exports
 from apps.comparison.tests.builders import observed_at
 from apps.decisions import selectors
 from apps.decisions.models import DecisionRecord, RecordStatus, StageKind
@@ -120,12 +122,33 @@ def test_a_frozen_record_is_rebuilt_without_reading_any_input(team):
 def test_the_six_mistakes_of_a_frozen_record_read_in_the_readers_language(team):
     setup = build.accepted(team, choose="a")
     data = setup.record.snapshot["comparison"]
-    for language in ("en", "fr", "id"):
+    titles = {
+        "en": "Choosing by hourly rate",
+        "fr": "Choisir en fonction du tarif horaire",
+        "id": "Memilih berdasarkan tarif per jam",
+        "fr-ca": "Choisir en fonction du tarif horaire",
+        "de": "Choosing by hourly rate",
+    }
+    for language, title in titles.items():
         with translation.override(language):
             comparison = comparison_from_data(data)
-        rule = next(rule for rule in comparison.rules if rule.rule.code == "chose_by_hourly_rate")
-        assert rule.title == mistakes.RULES_BY_CODE["chose_by_hourly_rate"].title[language]
-        assert rule.findings and rule.findings[0].message == rule.findings[0].finding.message(language)
+            rule = next(rule for rule in comparison.rules if rule.rule.code == "chose_by_hourly_rate")
+            assert rule.title == title
+            assert rule.findings and rule.findings[0].message == rule.findings[0].finding.message(gettext)
+
+
+def test_a_frozen_record_keeps_the_words_it_was_frozen_with(team):
+    setup = build.accepted(team, choose="a")
+    data = copy.deepcopy(setup.record.snapshot["comparison"])
+    rule = next(rule for rule in data["rules"] if rule["code"] == "chose_by_hourly_rate")
+    rule["title"]["fr"] = "Choisir au tarif horaire (formulation de l’époque)"
+    rule["findings"][0]["message"]["id"] = "Pesan yang dibekukan"
+    with translation.override("fr"):
+        frozen = next(item for item in comparison_from_data(data).rules if item.rule.code == "chose_by_hourly_rate")
+    assert frozen.title == "Choisir au tarif horaire (formulation de l’époque)"
+    with translation.override("id"):
+        frozen = next(item for item in comparison_from_data(data).rules if item.rule.code == "chose_by_hourly_rate")
+    assert frozen.findings[0].message == "Pesan yang dibekukan"
 
 
 def test_a_draft_reads_todays_inputs(team, client):

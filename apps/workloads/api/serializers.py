@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.utils.translation import get_language
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from apps.accounts.models import Team
 from apps.accounts.selectors import teams_for_user
-from apps.workloads import estimates, readiness, rules
+from apps.workloads import estimates, readiness
 from apps.workloads.memory.breakdown import EstimateKind
 from apps.workloads.memory.errors import ShapeError
 from apps.workloads.memory.hf_config import parse_hf_config, parse_hf_config_json
@@ -29,12 +29,11 @@ def read_config(value: Any):
 
 
 def missing_field_data(summary) -> list[dict]:
-    language = get_language()
     return [
         {
             "field": item.field,
             "label": str(WorkloadSummary._meta.get_field(item.field).verbose_name),
-            "why": rules.pick(item.requirement.why, language),
+            "why": gettext(item.requirement.why),
         }
         for item in readiness.missing_fields(summary)
     ]

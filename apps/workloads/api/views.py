@@ -7,7 +7,6 @@ import dataclasses
 
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -224,7 +223,6 @@ class SummaryAnalysisView(APIView):
     def get(self, request, pk: int):
         summary = summary_get(user=request.user, pk=pk)
         report = summary_report(summary)
-        language = get_language()
         body: dict = {
             "summary": summary.pk,
             "version": summary.version,
@@ -233,16 +231,14 @@ class SummaryAnalysisView(APIView):
             "decision_metric": {
                 "proposed": summary.proposed_metric,
                 "effective": summary.effective_metric,
-                "text": rules.pick(rules.METRICS[summary.effective_metric], language)
-                if summary.effective_metric
-                else None,
+                "text": _(rules.METRICS[summary.effective_metric]) if summary.effective_metric else None,
                 "reason": summary.decision_metric_reason,
             },
             "capacity_hints": [
                 {
                     "code": rule.code,
-                    "situation": rules.pick(rule.situation, language),
-                    "starting_point": rules.pick(rule.starting_point, language),
+                    "situation": _(rule.situation),
+                    "starting_point": _(rule.starting_point),
                 }
                 for rule in report.capacity_hints
             ],
@@ -259,10 +255,10 @@ class SummaryAnalysisView(APIView):
         shortlist = report.shortlist
         body["shortlist"] = {
             "row": shortlist.answer.code,
-            "workload": rules.pick(shortlist.answer.workload, language),
-            "prioritises": rules.pick(shortlist.answer.prioritises, language),
-            "directions": rules.pick(shortlist.answer.directions, language),
-            "watch": rules.pick(shortlist.answer.watch, language),
+            "workload": _(shortlist.answer.workload),
+            "prioritises": _(shortlist.answer.prioritises),
+            "directions": _(shortlist.answer.directions),
+            "watch": _(shortlist.answer.watch),
             "ranked_by": shortlist.need,
             "entries": [
                 {

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from apps.workloads import readiness, rules
+from apps.workloads import readiness
 from apps.workloads.tests.factories import REALTIME_READY_FIELDS
 
 
@@ -20,8 +20,8 @@ def test_each_missing_field_is_listed_with_the_reason_it_matters():
     values = {**REALTIME_READY_FIELDS, "num_kv_heads": None, "p99_ttft_ms": None}
     missing = readiness.missing_fields(summary(**values))
     assert [item.field for item in missing] == ["num_kv_heads", "p99_ttft_ms"]
-    assert "grouped-query attention" in rules.pick(missing[0].requirement.why, "en")
-    assert "p95/p99" in rules.pick(missing[1].requirement.why, "en")
+    assert "grouped-query attention" in missing[0].requirement.why
+    assert "p95/p99" in missing[1].requirement.why
 
 
 def test_without_a_workload_type_only_the_universal_fields_are_asked():

@@ -1,6 +1,9 @@
-"""The guide's tables as data: codes in step with the models, every text in English, French and Indonesian."""
+"""The guide's tables as data: codes in step with the models, every text in English with its French and Indonesian in
+the catalogs."""
 
 import pytest
+from django.utils import translation
+from django.utils.translation import gettext
 
 from apps.workloads import readiness, rules
 from apps.workloads.models import (
@@ -17,28 +20,56 @@ from apps.workloads.models import (
 def all_texts():
     for requirement in rules.READINESS:
         yield f"readiness {requirement.code}", requirement.why
-    for code, texts in rules.METRICS.items():
-        yield f"metric {code}", texts
+    for code, text in rules.METRICS.items():
+        yield f"metric {code}", text
     for family in rules.GPU_FAMILIES:
         for name in ("role", "best_fit", "watch"):
             yield f"family {family.code} {name}", getattr(family, name)
     for row in rules.QUICK_ANSWERS:
         for name in ("workload", "prioritises", "directions", "watch"):
             yield f"quick answer {row.code} {name}", getattr(row, name)
-    for code, texts in rules.NEED_TEXTS.items():
-        yield f"need {code}", texts
+    for code, text in rules.NEED_TEXTS.items():
+        yield f"need {code}", text
     for rule in rules.CAPACITY_RULES:
         yield f"capacity {rule.code} situation", rule.situation
         yield f"capacity {rule.code} starting point", rule.starting_point
 
 
-@pytest.mark.parametrize(
-    ("where", "texts"), list(all_texts()), ids=lambda value: value if isinstance(value, str) else ""
-)
-def test_every_rule_text_is_written_in_english_french_and_indonesian(where, texts):
-    assert set(texts) == set(rules.LANGUAGES), where
-    assert all(texts[language].strip() for language in rules.LANGUAGES), where
-    assert texts["fr"] != texts["en"] and texts["id"] != texts["en"], f"{where}: a translation is a copy"
+def in_language(language, text):
+    with translation.override(language):
+        return gettext(text)
+
+
+@pytest.mark.parametrize(("where", "text"), list(all_texts()), ids=[where for where, _text in all_texts()])
+@pytest.mark.parametrize("language", ["fr", "id"])
+def test_every_rule_text_is_translated_in_french_and_indonesian(language, where, text):
+    assert text.strip(), where
+    translated = in_language(language, text)
+    assert translated.strip() and translated != text, f"{where}: no {language} translation"
+
+
+def test_rule_texts_read_in_french_and_indonesian():
+    why = next(requirement.why for requirement in rules.READINESS if requirement.code == "tokenizer")
+    assert in_language("fr", why) == "Le nombre de tokens, donc tout coût par token, dépend du tokenizer."
+    assert in_language("id", why) == "Jumlah token, dan karenanya setiap biaya per token, bergantung pada tokenizer."
+    assert in_language("fr-ca", why) == in_language("fr", why)
+    assert in_language("de", why) == why
+    family = rules.GPU_FAMILIES_BY_CODE["h200"]
+    assert in_language("fr", family.role) == "Variante Hopper à plus grande capacité mémoire"
+    assert in_language("id", family.role) == "Varian Hopper dengan kapasitas memori yang lebih besar"
+
+
+def test_the_step_2_text_and_the_metric_label_keep_their_own_indonesian():
+    # The same English is the model's choice label and the guide's step-2 text; each keeps its wording.
+    text = rules.METRICS["cost_per_checkpoint"]
+    assert text == DecisionMetric.CHECKPOINT.label
+    assert in_language("id", text) == "Biaya satu checkpoint hasil fine-tuning yang diterima"
+    with translation.override("id"):
+        assert str(DecisionMetric.CHECKPOINT.label) == "Biaya per checkpoint hasil fine-tuning yang diterima"
+    lora = rules.QUICK_ANSWERS_BY_CODE["lora"].workload
+    assert in_language("id", lora) == "Fine-tuning LoRA/QLoRA"
+    with translation.override("id"):
+        assert str(WorkloadType.LORA_FINE_TUNING.label) == "Fine-tuning LoRA/QLoRA (adapter)"
 
 
 def test_workload_types_of_the_rules_are_the_model_choices():
@@ -99,14 +130,6 @@ def test_capacity_rules_test_fields_with_their_real_values():
 def test_catalog_gpus_map_to_their_cheat_sheet_row(gpu_name, family):
     found = rules.family_of(gpu_name)
     assert (found.code if found else None) == family
-
-
-def test_pick_falls_back_to_english_for_a_language_without_a_text():
-    texts = {"en": "Weights", "fr": "Poids", "id": "Bobot"}
-    assert rules.pick(texts, "fr-ca") == "Poids"
-    assert rules.pick(texts, "id") == "Bobot"
-    assert rules.pick(texts, "de") == "Weights"
-    assert rules.pick(texts, None) == "Weights"
 
 
 @pytest.mark.parametrize(
