@@ -214,10 +214,17 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "COERCE_DECIMAL_TO_STRING": True,
+    # A service's ValidationError is a 400 in DRF's field-error shape, a Conflict a 409 (docs/api.md).
+    "EXCEPTION_HANDLER": "apps.common.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Dossier API",
-    "DESCRIPTION": "GPU procurement decision records: workloads, quotes, agents, benchmarks and decisions.",
+    "DESCRIPTION": (
+        "GPU procurement decision records: workloads, quotes, agents, benchmarks and decisions.\n\n"
+        'Errors: a 400 has the field-error shape `{"field": ["message"], "non_field_errors": ["message"]}`, '
+        "whether the input or the change was refused; 401, 403, 404 and 409 (the object's state does not allow the "
+        'step) are `{"detail": "message"}`. See docs/api.md.'
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["apps.accounts.permissions.HasAnyRole"],

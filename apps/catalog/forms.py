@@ -6,15 +6,10 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.catalog.models import GpuSpec
 from apps.catalog.services import AS_OF_REQUIRED, SOURCE_REQUIRED, check_spec_input
+from apps.common.forms import add_service_errors
 
 SOURCE_HELP = _("The web address of the datasheet, or a description of the reading (tool, card, driver, date).")
 AS_OF_HELP = _("The date the source gives the value as of.")
-
-
-def add_service_errors(form: forms.BaseForm, error: ValidationError) -> None:
-    """Put a service's ValidationError on the form: known fields by name, anything else on the whole form."""
-    for field, messages in error.message_dict.items():
-        form.add_error(field if field in form.fields else None, messages)
 
 
 def check_with_service(form: forms.BaseForm, key: str) -> None:

@@ -8,10 +8,11 @@ from django.utils.translation import gettext as _
 
 from apps.accounts.roles import Role, has_role
 from apps.catalog.filters import GpuModelFilterSet
-from apps.catalog.forms import GpuSpecForm, add_service_errors
+from apps.catalog.forms import GpuSpecForm
 from apps.catalog.models import SPEC_UNITS, SpecKey
 from apps.catalog.selectors import gpu_catalog, gpu_get, usable_memory_bytes
 from apps.catalog.services import gpu_spec_set
+from apps.common.forms import add_service_errors
 
 
 def _spec_columns() -> list[dict]:

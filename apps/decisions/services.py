@@ -24,6 +24,7 @@ from apps.accounts.models import Team
 from apps.accounts.roles import Role, has_role
 from apps.audit.models import ObjectChange
 from apps.audit.services import model_snapshot, record_change
+from apps.common.errors import Conflict
 from apps.decisions import notifications, selectors
 from apps.decisions.models import (
     STAGE_ORDER,
@@ -58,7 +59,7 @@ PEOPLE_FIELDS = ("deciders", "consulted", "informed")
 REQUIRED_TO_PROPOSE = ("chosen_option", "capacity_model", "rationale")
 
 
-class RecordConflict(ValidationError):
+class RecordConflict(Conflict):
     """The record is not in a state that allows this step (answered 409 by the API)."""
 
 

@@ -18,12 +18,12 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
+from apps.common.forms import add_service_errors
 from apps.comparison import display, exports
 from apps.decisions import notifications, selectors, services
 from apps.decisions.filters import RecordFilterSet
 from apps.decisions.forms import NotificationPreferenceForm, RecordForm, RecordStartForm, StageForm
 from apps.decisions.models import STAGE_ORDER, CapacityModel, RecordStatus, StageKind, StageStatus
-from apps.quotes.forms import add_service_errors
 from apps.quotes.models import PriceComponent
 
 CONFLICT = 409

@@ -14,12 +14,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, has_role
+from apps.common.forms import add_service_errors
 from apps.evidence import services
 from apps.evidence.display import input_badge
 from apps.evidence.forms import CandidateFigureForm
 from apps.evidence.models import metrics_for
 from apps.evidence.selectors import figures_for
-from apps.quotes.forms import add_service_errors
 from apps.quotes.models import CandidateKind
 from apps.quotes.selectors import candidates_for
 from apps.workloads import rules

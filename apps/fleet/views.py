@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _lazy
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, has_role
+from apps.common.forms import add_service_errors
 from apps.fleet.filters import AgentFilterSet
 from apps.fleet.forms import AgentCommandForm, CandidateLinkForm, PoolForm, RegistrationTokenForm
 from apps.fleet.inventory_check import MismatchField
@@ -67,7 +68,7 @@ def pool_create_view(request):
         try:
             pool = pool_create(team=team, actor=request.user, **form.cleaned_data)
         except ValidationError as error:
-            form.add_error(None, error)
+            add_service_errors(form, error)
         else:
             messages.success(request, _("Pool %(pool)s created.") % {"pool": pool.name})
             return redirect(pool)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -24,18 +23,6 @@ from apps.quotes.services import QUOTE_TERM_FIELDS
 from apps.workloads.models import WorkloadSummary
 
 DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
-
-
-def add_service_errors(form: forms.Form, error: ValidationError) -> None:
-    """Put a service's ValidationError on the form: on the named fields it has, the rest on the form itself."""
-    if hasattr(error, "error_dict"):
-        for field, messages in error.message_dict.items():
-            target = field if field in form.fields else None
-            for message in messages:
-                form.add_error(target, message)
-    else:
-        for message in error.messages:
-            form.add_error(None, message)
 
 
 def mark_data_choices(form: forms.BaseForm, *names: str) -> None:

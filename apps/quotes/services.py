@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from apps.audit.models import ObjectChange
 from apps.audit.services import model_snapshot, record_change
 from apps.common import money
+from apps.common.errors import DetailedValidationError
 from apps.quotes import documents, selectors
 from apps.quotes.models import (
     Candidate,
@@ -431,16 +432,24 @@ CANDIDATE_FIELDS = (
 )
 
 
-class PolicyNotMet(ValidationError):
-    """The quote's checklist is below the commitment policy; `policy` lists what is missing."""
+class PolicyNotMet(DetailedValidationError):
+    """The quote's checklist is below the commitment policy; `policy` lists what is missing, and so do the details
+    (question codes) that the API adds to its answer."""
 
     def __init__(self, policy: selectors.PolicyCheck):
         self.policy = policy
         reasons = [f"{missing.question.text} ({missing.reason})" for missing in policy.missing] + policy.problems
+        message = _(
+            "This quote cannot back a candidate until its checklist meets the commitment policy: %(missing)s"
+        ) % {"missing": "; ".join(reasons)}
         super().__init__(
-            _("This quote cannot back a candidate until its checklist meets the commitment policy: %(missing)s")
-            % {"missing": "; ".join(reasons)},
-            code="policy",
+            {"quote": ValidationError(message, code="policy")},
+            details={
+                "missing_answers": [
+                    {"question": missing.question.code, "reason": missing.reason} for missing in policy.missing
+                ],
+                "problems": policy.problems,
+            },
         )
 
 

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, has_role
 from apps.common import page_parts
+from apps.common.forms import add_service_errors
 from apps.quotes import exporting, importing, selectors, services
 from apps.quotes.filters import CandidateFilterSet, QuoteFilterSet
 from apps.quotes.forms import (
@@ -31,7 +32,6 @@ from apps.quotes.forms import (
     PriceVersionForm,
     QuoteForm,
     VendorForm,
-    add_service_errors,
 )
 from apps.quotes.models import (
     ChecklistGroup,

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.accounts.roles import Role, has_role
 from apps.common import page_parts
+from apps.common.forms import add_service_errors
 from apps.workloads import estimates, readiness, rules
 from apps.workloads.charts import memory_chart
 from apps.workloads.filters import WorkloadSummaryFilterSet
@@ -369,7 +370,7 @@ def summary_create(request):
             try:
                 summary = workload_create(actor=request.user, team=team, data=form.summary_data())
             except ValidationError as error:
-                _add_service_errors(form, error)
+                add_service_errors(form, error)
             else:
                 messages.success(request, _("Workload filed as a draft (version 1)."))
                 return redirect(summary)
@@ -397,7 +398,7 @@ def summary_edit(request, pk: int):
             try:
                 saved = summary_update(actor=request.user, summary=summary, data=form.summary_data())
             except ValidationError as error:
-                _add_service_errors(form, error)
+                add_service_errors(form, error)
             else:
                 if saved.pk != summary.pk:
                     message = _("Version %(old)s stays frozen; your edit is version %(new)s, a draft.") % {
@@ -443,11 +444,3 @@ def summary_validate(request, pk: int | None = None):
         response["HX-Retarget"] = "#workload-form-body"
         response["HX-Reswap"] = "outerHTML"
     return response
-
-
-def _add_service_errors(form: WorkloadSummaryForm, error: ValidationError) -> None:
-    if hasattr(error, "error_dict"):
-        for name, field_errors in error.message_dict.items():
-            form.add_error(name if name in form.fields else None, field_errors)
-    else:
-        form.add_error(None, error.messages)

@@ -7,14 +7,12 @@ accepted record) answers 409. The views call the same services as the pages.
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -27,30 +25,6 @@ from apps.decisions.filters import RecordFilterSet
 from apps.decisions.models import ApprovalStage, CapacityModel, DecisionRecord, RevisitFlag, StageKind
 from apps.quotes.models import Candidate
 from apps.workloads.models import WorkloadSummary
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = _("The record's state does not allow this.")
-    default_code = "conflict"
-
-
-def _drf_error(error: DjangoValidationError) -> APIException:
-    if isinstance(error, services.RecordConflict):
-        return Conflict(" ".join(error.messages))
-    if hasattr(error, "error_dict"):
-        return ValidationError(error.message_dict)
-    return ValidationError({"non_field_errors": error.messages})
-
-
-def _call(function, **kwargs):
-    try:
-        return function(**kwargs)
-    except DjangoPermissionDenied as error:
-        raise PermissionDenied(str(error) or None) from None
-    except DjangoValidationError as error:
-        raise _drf_error(error) from None
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Serializers
@@ -222,7 +196,7 @@ class RecordViewSet(
         summary = data.pop("workload_summary", None)
         if summary is None:
             raise ValidationError({"workload_summary": _("This field is required.")})
-        record = _call(services.record_create, actor=request.user, team=team, workload_summary=summary, **data)
+        record = services.record_create(actor=request.user, team=team, workload_summary=summary, **data)
         return Response(
             RecordDetailSerializer(record, context={"request": request}).data, status=status.HTTP_201_CREATED
         )
@@ -237,7 +211,7 @@ class RecordViewSet(
         data.pop("team", None)
         if data.pop("workload_summary", None) not in (None, record.workload_summary):
             raise ValidationError({"workload_summary": _("A record keeps its workload version; start a new one.")})
-        record = _call(services.record_update, actor=request.user, record=record, **data)
+        record = services.record_update(actor=request.user, record=record, **data)
         return Response(RecordDetailSerializer(record, context={"request": request}).data)
 
 
@@ -253,7 +227,7 @@ class RecordProposeView(_RecordAction):
 
     @extend_schema(request=None, responses=RecordDetailSerializer)
     def post(self, request, pk: int):
-        record = _call(services.record_propose, actor=request.user, record=self.record(request, pk))
+        record = services.record_propose(actor=request.user, record=self.record(request, pk))
         return Response(RecordDetailSerializer(record, context={"request": request}).data)
 
 
@@ -262,7 +236,7 @@ class RecordWithdrawView(_RecordAction):
 
     @extend_schema(request=None, responses=RecordDetailSerializer)
     def post(self, request, pk: int):
-        record = _call(services.record_withdraw, actor=request.user, record=self.record(request, pk))
+        record = services.record_withdraw(actor=request.user, record=self.record(request, pk))
         return Response(RecordDetailSerializer(record, context={"request": request}).data)
 
 
@@ -271,7 +245,7 @@ class RecordSupersedeView(_RecordAction):
 
     @extend_schema(request=None, responses={201: RecordDetailSerializer})
     def post(self, request, pk: int):
-        draft = _call(services.record_start_superseding_draft, actor=request.user, record=self.record(request, pk))
+        draft = services.record_start_superseding_draft(actor=request.user, record=self.record(request, pk))
         data = RecordDetailSerializer(draft, context={"request": request}).data
         return Response(data, status=status.HTTP_201_CREATED)
 
@@ -291,12 +265,12 @@ class RecordStageView(APIView):
         if stage not in StageKind.values:
             raise Http404
         record = selectors.record_get(request.user, pk)
-        _call(services.check_may_sign, user=request.user, record=record, kind=stage)
+        services.check_may_sign(user=request.user, record=record, kind=stage)
         decision = StageDecisionSerializer(data=request.data)
         decision.is_valid(raise_exception=True)
         choice = decision.validated_data
-        result = _call(
-            services.stage_decide, actor=request.user, record=record, kind=stage,
+        result = services.stage_decide(
+            actor=request.user, record=record, kind=stage,
             approve=choice["decision"] == "approve", comment=choice.get("comment", ""),
         )
         return Response(RecordDetailSerializer(result.record, context={"request": request}).data)

@@ -46,8 +46,10 @@ def test_a_record_goes_from_draft_to_accepted_through_the_api(team):
     proposed = author.post(reverse("records-api:record-propose", args=[pk]))
     assert proposed.status_code == 200 and proposed.json()["status"] == "proposed"
 
-    assert _api(who.finance).post(_stage(record, "finance"), {"decision": "approve"}, format="json").status_code == 409
-    assert author.post(_stage(record, "platform"), {"decision": "approve"}, format="json").status_code == 403
+    out_of_turn = _api(who.finance).post(_stage(record, "finance"), {"decision": "approve"}, format="json")
+    assert out_of_turn.status_code == 409 and "signed in order" in out_of_turn.json()["detail"]
+    own_record = author.post(_stage(record, "platform"), {"decision": "approve"}, format="json")
+    assert own_record.status_code == 403 and list(own_record.json()) == ["detail"]
     for person, kind in ((who.reviewer, "platform"), (who.finance, "finance"), (who.product, "product")):
         response = _api(person).post(_stage(record, kind), {"decision": "approve", "comment": "ok"}, format="json")
         assert response.status_code == 200, response.content
@@ -68,7 +70,8 @@ def test_a_record_goes_from_draft_to_accepted_through_the_api(team):
 def test_a_rejection_through_the_api_needs_its_reason(team):
     setup = build.proposed(team)
     reviewer = _api(setup.people.reviewer)
-    assert reviewer.post(_stage(setup.record, "platform"), {"decision": "reject"}, format="json").status_code == 400
+    refused = reviewer.post(_stage(setup.record, "platform"), {"decision": "reject"}, format="json")
+    assert refused.status_code == 400 and refused.json() == {"comment": ["A rejection needs its reason."]}
     response = reviewer.post(_stage(setup.record, "platform"), {"decision": "reject", "comment": "No phase 1 yet."},
                              format="json")
     assert response.status_code == 200 and response.json()["status"] == RecordStatus.REJECTED

@@ -4,23 +4,15 @@ owning team reads). Another team's objects 404.
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, viewsets
-from rest_framework.exceptions import ValidationError
 
 from apps.accounts.permissions import ReadAnyRoleWritePlatform
 from apps.evidence import services
 from apps.evidence.api import serializers
 from apps.evidence.filters import CandidateFigureFilterSet
 from apps.evidence.selectors import figures_for
-
-
-def _drf_error(error: DjangoValidationError) -> ValidationError:
-    if hasattr(error, "error_dict"):
-        return ValidationError(error.message_dict)
-    return ValidationError({"non_field_errors": error.messages})
 
 
 @extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH)])
@@ -42,12 +34,9 @@ class CandidateFigureViewSet(
         data = dict(serializer.validated_data)
         data.pop("candidate", None)
         data.pop("metric", None)
-        try:
-            serializer.instance = services.candidate_figure_set(
-                actor=self.request.user, candidate=candidate, metric=metric, **data
-            )
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.candidate_figure_set(
+            actor=self.request.user, candidate=candidate, metric=metric, **data
+        )
 
     def perform_create(self, serializer):
         self._save(serializer, serializer.validated_data["candidate"], serializer.validated_data["metric"])

@@ -7,8 +7,8 @@ line (the old one stays, linked), DELETE marks it removed.
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import FileResponse, Http404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -32,12 +32,6 @@ from apps.quotes.models import (
 )
 
 
-def _drf_error(error: DjangoValidationError) -> ValidationError:
-    if hasattr(error, "error_dict"):
-        return ValidationError(error.message_dict)
-    return ValidationError({"non_field_errors": error.messages})
-
-
 class _ScopedViewSet(viewsets.GenericViewSet):
     """Each subclass's get_queryset() starts from a for_user queryset, so another team's rows are 404."""
 
@@ -58,18 +52,12 @@ class VendorViewSet(
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
         team = serializers.team_from(serializer, data)
-        try:
-            serializer.instance = services.vendor_create(actor=self.request.user, team=team, **data)
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.vendor_create(actor=self.request.user, team=team, **data)
 
     def perform_update(self, serializer):
         data = dict(serializer.validated_data)
         data.pop("team", None)
-        try:
-            serializer.instance = services.vendor_update(actor=self.request.user, vendor=serializer.instance, **data)
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.vendor_update(actor=self.request.user, vendor=serializer.instance, **data)
 
 
 class QuoteViewSet(
@@ -95,18 +83,12 @@ class QuoteViewSet(
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
         team = serializers.team_from(serializer, data)
-        try:
-            serializer.instance = services.quote_create(actor=self.request.user, team=team, **data)
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.quote_create(actor=self.request.user, team=team, **data)
 
     def perform_update(self, serializer):
         data = dict(serializer.validated_data)
         data.pop("team", None)
-        try:
-            services.quote_update(actor=self.request.user, quote=serializer.instance, **data)
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        services.quote_update(actor=self.request.user, quote=serializer.instance, **data)
         serializer.instance = selectors.quote_get(self.request.user, serializer.instance.pk)
 
 
@@ -126,10 +108,7 @@ class PriceVersionViewSet(
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
         data["currency"] = data.get("currency") or None
-        try:
-            serializer.instance = services.price_record(actor=self.request.user, **data)
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.price_record(actor=self.request.user, **data)
 
 
 class CostLineViewSet(
@@ -145,12 +124,9 @@ class CostLineViewSet(
 
     def perform_create(self, serializer):
         quote = serializer.validated_data["quote"]
-        try:
-            serializer.instance = services.cost_line_add(
-                actor=self.request.user, quote=quote, **serializer.service_values()
-            )
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.cost_line_add(
+            actor=self.request.user, quote=quote, **serializer.service_values()
+        )
 
     def update(self, request, *args, **kwargs):
         """Replace the line: the answer is the new line (201); the old one stays, marked replaced."""
@@ -158,18 +134,12 @@ class CostLineViewSet(
         serializer = self.get_serializer(line, data=request.data, partial=kwargs.get("partial", False))
         serializer.is_valid(raise_exception=True)
         if serializer.validated_data.get("quote", line.quote) != line.quote:
-            raise ValidationError({"quote": ["A cost line stays on its quote."]})
-        try:
-            new_line = services.cost_line_replace(actor=request.user, line=line, **serializer.service_values())
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+            raise ValidationError({"quote": [_("A cost line stays on its quote.")]})
+        new_line = services.cost_line_replace(actor=request.user, line=line, **serializer.service_values())
         return Response(self.get_serializer(new_line).data, status=status.HTTP_201_CREATED)
 
     def perform_destroy(self, instance):
-        try:
-            services.cost_line_remove(actor=self.request.user, line=instance)
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        services.cost_line_remove(actor=self.request.user, line=instance)
 
 
 class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, _ScopedViewSet):
@@ -183,15 +153,12 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
 
     def perform_create(self, serializer):
         data = serializer.validated_data
-        try:
-            serializer.instance = services.document_attach(
-                actor=self.request.user,
-                quote=data["quote"],
-                upload=data["file"],
-                description=data.get("description", ""),
-            )
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.document_attach(
+            actor=self.request.user,
+            quote=data["quote"],
+            upload=data["file"],
+            description=data.get("description", ""),
+        )
 
     @extend_schema(responses={(200, "application/octet-stream"): bytes})
     @action(detail=True, methods=["get"])
@@ -237,10 +204,7 @@ class ChecklistAnswerViewSet(
 
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
-        try:
-            serializer.instance = services.checklist_answer_set(actor=self.request.user, **data)
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.checklist_answer_set(actor=self.request.user, **data)
 
 
 class ExchangeRateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, _ScopedViewSet):
@@ -254,10 +218,7 @@ class ExchangeRateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
         team = serializers.team_from(serializer, data)
-        try:
-            serializer.instance = services.exchange_rate_record(actor=self.request.user, team=team, **data)
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.exchange_rate_record(actor=self.request.user, team=team, **data)
 
 
 class StalePriceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _ScopedViewSet):
@@ -286,34 +247,15 @@ class CandidateViewSet(
         team = serializers.team_from(serializer, data)
         quote = data.pop("quote")
         summary = data.pop("workload_summary")
-        try:
-            serializer.instance = services.candidate_create(
-                actor=self.request.user, team=team, quote=quote, workload_summary=summary, **data
-            )
-        except services.PolicyNotMet as error:
-            raise ValidationError(
-                {
-                    "quote": error.messages,
-                    "missing_answers": [
-                        {"question": missing.question.code, "reason": missing.reason}
-                        for missing in error.policy.missing
-                    ],
-                    "problems": error.policy.problems,
-                }
-            ) from None
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.candidate_create(
+            actor=self.request.user, team=team, quote=quote, workload_summary=summary, **data
+        )
 
     def perform_update(self, serializer):
         data = dict(serializer.validated_data)
         for name in ("team", "quote", "workload_summary"):
             data.pop(name, None)
-        try:
-            serializer.instance = services.candidate_update(
-                actor=self.request.user, candidate=serializer.instance, **data
-            )
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = services.candidate_update(actor=self.request.user, candidate=serializer.instance, **data)
 
 
 class ComparisonView(APIView):

@@ -189,6 +189,7 @@ def test_the_api_refuses_a_candidate_below_the_policy_with_the_missing_answers(
         format="json",
     )
     assert response.status_code == 400
+    assert set(response.json()) == {"quote", "missing_answers", "problems"}
     assert {item["question"] for item in response.json()["missing_answers"]} >= {"commercial-model"}
     answer_base_tier(priced_quote, platform_user)
     created = client.post(

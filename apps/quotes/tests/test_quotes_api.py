@@ -66,6 +66,21 @@ def test_money_must_be_sent_as_a_string(api, priced_quote, platform_user):
     assert response.status_code == 400 and "amount" in response.json()
 
 
+def test_a_refused_quote_names_its_fields_and_the_rest_are_non_field_errors(api, vendor, gpu, platform_user):
+    response = api(platform_user).post(
+        f"{API}quotes/",
+        {"vendor": vendor.pk, "title": "Buy 1 HGX H200", "gpu": gpu.pk, "commercial_model": "purchase",
+         "price_unit": "node_purchase", "currency": "USD", "amortisation_months": 48, "pue": "1.3"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json() == {
+        "power_kw_per_node": ["A purchase needs this figure (with its source)."],
+        "non_field_errors": ["An amortisation period needs its source.", "A PUE needs its source."],
+    }
+    assert not Quote.objects.exists()
+
+
 def test_a_price_without_source_or_timestamp_is_refused(api, priced_quote, platform_user):
     client = api(platform_user)
     base = {"quote": priced_quote.pk, "component": "list_price", "amount": "3.10", "source_kind": "email"}

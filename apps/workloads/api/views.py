@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from django.core.exceptions import NON_FIELD_ERRORS
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -32,16 +30,6 @@ from apps.workloads.memory.training import TrainingRequest
 from apps.workloads.selectors import catalog_gpus, summaries_for_user, summary_get, summary_report
 from apps.workloads.services import summary_mark_ready, summary_update, workload_create
 from apps.workloads.validation import shape_error_message
-
-
-def _drf_error(error: DjangoValidationError) -> serializers.ValidationError:
-    if hasattr(error, "error_dict"):
-        detail = {
-            ("non_field_errors" if name == NON_FIELD_ERRORS else name): messages
-            for name, messages in error.message_dict.items()
-        }
-        return serializers.ValidationError(detail)
-    return serializers.ValidationError({"non_field_errors": error.messages})
 
 
 class WorkloadSummaryViewSet(
@@ -70,40 +58,23 @@ class WorkloadSummaryViewSet(
             if len(teams) != 1:
                 raise serializers.ValidationError({"team": [_("Choose the team the workload belongs to.")]})
             team = teams[0]
-        try:
-            serializer.instance = workload_create(actor=self.request.user, team=team, data=serializer.summary_data())
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = workload_create(actor=self.request.user, team=team, data=serializer.summary_data())
 
     def perform_update(self, serializer):
-        try:
-            serializer.instance = summary_update(
-                actor=self.request.user, summary=serializer.instance, data=serializer.summary_data()
-            )
-        except DjangoValidationError as error:
-            raise _drf_error(error) from None
+        serializer.instance = summary_update(
+            actor=self.request.user, summary=serializer.instance, data=serializer.summary_data()
+        )
 
 
 class SummaryMarkReadyView(APIView):
-    """Freeze a draft version once every field its workload type needs is filled; 400 lists what is missing."""
+    """Freeze a draft version once every field its workload type needs is filled; a 400 names each missing field
+    with why it is needed."""
 
     permission_classes = [ReadAnyRoleWritePlatform]
 
     @extend_schema(request=None, responses={200: WorkloadSummarySerializer})
     def post(self, request, pk: int):
-        summary = summary_get(user=request.user, pk=pk)
-        try:
-            summary = summary_mark_ready(actor=request.user, summary=summary)
-        except DjangoValidationError as error:
-            detail = _drf_error(error).detail
-            return Response(
-                {
-                    "detail": _("This version cannot be marked ready."),
-                    "errors": detail,
-                    "missing_fields": missing_field_data(summary),
-                },
-                status=status.HTTP_400_BAD_REQUEST,
-            )
+        summary = summary_mark_ready(actor=request.user, summary=summary_get(user=request.user, pk=pk))
         return Response(WorkloadSummarySerializer(summary, context={"request": request}).data)
 
 

@@ -102,7 +102,8 @@ def test_marking_ready_through_the_api(client_for, platform_user, team):
     client = client_for(platform_user)
     refused = client.post(reverse("workloads-api:summary-ready", args=[incomplete.pk]))
     assert refused.status_code == 400
-    assert [item["field"] for item in refused.json()["missing_fields"]] == ["streaming"]
+    # The one error shape of the API: each missing field with why it is needed.
+    assert list(refused.json()) == ["streaming"] and all(refused.json()["streaming"])
     incomplete.refresh_from_db()
     assert incomplete.status == Status.DRAFT
 
