@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Phase-1 evidence from a GPU node with no Dossier server and no package registry (issue 6, item 4).
+"""Phase-1 evidence from a GPU node with no Dossier server and no package registry.
 
 Runs the agent from this checkout's source folder (PYTHONPATH=agents, no install step):
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Phase-3 evidence from a GPU node with no Dossier server and no package registry (issue 8, item 6).
+"""Phase-3 evidence from a GPU node with no Dossier server and no package registry.
 
 Runs the agent from this checkout's source folder (PYTHONPATH=agents, no install step), like
 bench/evidence_phase1.py (whose process helpers it reuses):

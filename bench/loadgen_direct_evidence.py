@@ -1,4 +1,4 @@
-"""Direct throughput evidence of the phase-1 proxy through the offline path (issue 7, item 5): one command, for a
+"""Direct throughput evidence of the phase-1 proxy through the offline path: one command, for a
 GPU machine — an 8B decoder shape (Llama-3-8B geometry, bf16) at a 4,096-token context, prefill and decode
 tokens/s per batch size beside the roofline (bytes moved per decode step ÷ the H200's 4.8 TB/s), run with
 `dossier-agent run-job --spool`, the spool packed as one tar file and a short Markdown table written beside it.

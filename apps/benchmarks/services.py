@@ -116,7 +116,7 @@ def operations_needed(entry, declared: list[str]) -> list[str]:
 
 def check_declared_operations(*, entries, target_pool: AgentPool, target_agent: Agent | None) -> None:
     """Refuse a plan that asks for an operation the node did not declare: the server never sends a command, only
-    the name of an operation the agent's configuration lists (issue 8). With a pool as target, some active agent of
+    the name of an operation the agent's configuration lists. With a pool as target, some active agent of
     the pool must declare everything the plan needs."""
     if not any(entry.required_operations or entry.kind == "operations" for entry in entries):
         return

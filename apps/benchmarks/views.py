@@ -178,7 +178,7 @@ def artifact_download(request, pk: int):
 
 
 def memory_fit_plan_create_view(request, candidate_pk: int):
-    """Phase 1 planned from the candidate's workload version: the derived target, editable, then a plan (issue 6)."""
+    """Phase 1 planned from the candidate's workload version: the derived target, editable, then a plan."""
     from apps.benchmarks import memory_fit
     from apps.quotes.selectors import candidates_for
 
@@ -219,7 +219,7 @@ def memory_fit_plan_create_view(request, candidate_pk: int):
 
 def memory_fit_residuals_view(request):
     """Phase-1 residuals (measured − predicted) per GPU architecture, precision and component over the user's
-    results, with the chart and the safety margin they suggest (issue 6)."""
+    results, with the chart and the safety margin they suggest."""
     from apps.benchmarks import memory_fit
 
     groups = memory_fit.memory_fit_residuals(request.user)

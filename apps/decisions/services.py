@@ -2,7 +2,7 @@
 supersede, and the revisit flags. Every state change is a conditional UPDATE on the status it expects, and every
 step is written to the audit log with who took it.
 
-Rules (docs/permissions.md, issue 10):
+Rules (docs/permissions.md):
 - platform and admin members draft, edit and propose; nothing but a draft can be edited;
 - the stages are signed in order (platform review, finance, product) by a member holding that role who is not the
   author and has signed no other stage of the same proposal;

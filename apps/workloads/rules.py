@@ -452,7 +452,7 @@ def family_of(gpu_name: str) -> GpuFamily | None:
 # The quick-answer matrix
 # --------------------------------------------------------------------------------------------------------------------
 
-# What a workload's ranking weighs after memory fit (issue 3): the multi-GPU interconnect for training, the decode
+# What a workload's ranking weighs after memory fit: the multi-GPU interconnect for training, the decode
 # speed behind p99 latency for real-time serving, and for throughput work the least memory that still fits (cost per
 # output, until quotes give real prices).
 NEED_INTERCONNECT = "interconnect"

@@ -1,4 +1,4 @@
-"""Direct throughput of the phase-1 proxy, without a serving stack (issue 7, item 5).
+"""Direct throughput of the phase-1 proxy, without a serving stack.
 
 For a decoder shape (dense or MoE) at the target context: per batch size, one timed prefill of the prompt
 (TTFT of the batch, prefill tokens/s) and `decode_steps` timed decode steps against the KV cache (TPOT per step,

@@ -1,4 +1,4 @@
-"""The residuals page (issue 6, item 3): measured vs predicted per GPU architecture, precision and component, the
+"""The residuals page: measured vs predicted per GPU architecture, precision and component, the
 chart, the safety margin the residuals suggest; the exact-model fields and the checkpoint path on the plan page."""
 
 import math

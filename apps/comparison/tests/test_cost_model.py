@@ -66,7 +66,7 @@ def one_row(demand, candidate, **kwargs):
     return row
 
 
-# --- the worked example of the issue ----------------------------------------------------------------------------
+# --- the worked example of the guide ------------------------------------------------------------------------------
 
 
 def test_worked_example_a_on_demand_h100():

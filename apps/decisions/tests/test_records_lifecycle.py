@@ -1,5 +1,5 @@
 """The lifecycle of a decision record through its services: draft → proposed (snapshot frozen, artifacts pinned) →
-platform review, finance, product → accepted or rejected → superseded, with the approval rules of issue 10."""
+platform review, finance, product → accepted or rejected → superseded, by the approval rules (docs/permissions.md)."""
 
 import datetime
 import hashlib

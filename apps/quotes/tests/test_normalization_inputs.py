@@ -1,6 +1,6 @@
 """The quote side of phase 4: a candidate's inputs feed apps/decisions/cost_model.py as they are.
 
-The worked example of the phase-4 issue (candidate A, on-demand H100 at 3.00 USD per GPU-hour) is rebuilt from a
+The worked example of the comparison (candidate A, on-demand H100 at 3.00 USD per GPU-hour) is rebuilt from a
 quote, its cost lines and an estimated retry rate; with the measured capacity added, normalize() gives 0.000427785.
 """
 
