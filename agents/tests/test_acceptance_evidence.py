@@ -1,5 +1,5 @@
-"""bench/evidence_phase3.py --tiny: the offline evidence path on the CPU (no server, no install) writes one spool tar
-that `dossier-agent replay` can open, and a summary whose figures are labelled cpu."""
+"""bench/evidence_resilience.py --tiny: the offline evidence path on the CPU (no server, no install) writes one
+spool tar that `dossier-agent replay` can open, and a summary whose figures are labelled cpu."""
 
 import json
 import subprocess
@@ -12,7 +12,7 @@ from dossier_agent.spool import Spool
 
 from conftest import AGENTS_ROOT
 
-SCRIPT = AGENTS_ROOT.parent / "bench" / "evidence_phase3.py"
+SCRIPT = AGENTS_ROOT.parent / "bench" / "evidence_resilience.py"
 
 
 @pytest.mark.slow

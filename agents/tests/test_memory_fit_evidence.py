@@ -1,4 +1,4 @@
-"""bench/evidence_phase1.py, the offline phase-1 evidence script, with its tiny CPU shape: self-test and phase 1
+"""bench/evidence_memory_fit.py, the offline phase-1 evidence script, with its tiny CPU shape: self-test and phase 1
 through the agent's own command run from the source folder, within its time budget, and a spool tar file that
 `dossier-agent replay` uploads through the ordinary endpoints."""
 
@@ -9,7 +9,7 @@ import time
 
 from conftest import AGENTS_ROOT, agent_command, agent_environment
 
-SCRIPT = AGENTS_ROOT.parent / "bench" / "evidence_phase1.py"
+SCRIPT = AGENTS_ROOT.parent / "bench" / "evidence_memory_fit.py"
 BUDGET_S = 120
 
 

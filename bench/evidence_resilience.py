@@ -2,7 +2,7 @@
 """Phase-3 evidence from a GPU node with no Dossier server and no package registry.
 
 Runs the agent from this checkout's source folder (PYTHONPATH=agents, no install step), like
-bench/evidence_phase1.py (whose process helpers it reuses):
+bench/evidence_memory_fit.py (whose process helpers it reuses):
 
 1. the GPU acceptance checks (`acceptance` job) against the datasheet of the GPU (default NVIDIA H200: 4.8 TB/s HBM3e,
    989 dense BF16 TFLOPS), at bf16: device memory bandwidth, matrix product, host<->device, NVML health, and
@@ -20,8 +20,8 @@ steps are skipped when too little is. `--tiny` runs the same steps on the CPU wi
 all-reduce), so the script is tested on machines without a GPU; CPU figures are labelled cpu, never compared with a
 GPU datasheet.
 
-    python bench/evidence_phase3.py --out docs/evidence/phase3-h200
-    python bench/evidence_phase3.py --tiny --out /tmp/evidence3-tiny
+    python bench/evidence_resilience.py --out docs/evidence/phase3-h200
+    python bench/evidence_resilience.py --tiny --out /tmp/evidence3-tiny
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from evidence_phase1 import agent_environment, git_commit, log, machine, run_step
+from evidence_memory_fit import agent_environment, git_commit, log, machine, run_step
 
 # NVIDIA H200 (SXM) datasheet: 4.8 TB/s; BF16/FP16 1,979 TFLOPS and FP8 3,958 TFLOPS *with sparsity*, so half of
 # that dense; TF32 989 with sparsity; FP64/FP32 67 TFLOPS. The host link is derived from NVML (PCIe gen x width).

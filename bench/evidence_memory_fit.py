@@ -15,8 +15,8 @@ Everything stays within `--budget-s` (default 240 s): each step's timeout is cut
 comes from the server's estimator (`apps/workloads/memory/`, plain modules) when the checkout has it.
 `--tiny` runs the same steps with a tiny shape on the CPU, so the script is tested on machines without a GPU.
 
-    python bench/evidence_phase1.py --out evidence-h200
-    python bench/evidence_phase1.py --tiny --out /tmp/evidence-tiny
+    python bench/evidence_memory_fit.py --out evidence-h200
+    python bench/evidence_memory_fit.py --tiny --out /tmp/evidence-tiny
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ service into a temporary artifact folder, records a Result for a `throughput` jo
 then times `services.result_ingest` (the Celery task body: read the npz from storage, `apps.benchmarks.throughput`
 → `metrics.summarize`, save the summary JSON) — each rep on a fresh result row.
 
-    .venv/bin/python bench/phase2_ingest.py --records 1000000
+    .venv/bin/python bench/throughput_ingest.py --records 1000000
 """
 
 from __future__ import annotations
