@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from dossier_agent.contract import load_schedule
 from dossier_agent.contract.load_spec import LoadSpec, SpecError, Target
-from dossier_agent.loadgen import acceptance, clients, prompts
+from dossier_agent.loadgen import clients, output_checks, prompts
 from dossier_agent.loadgen.http import Connection, Exchange, build_request
 from dossier_agent.loadgen.sse import SSEParser
 from dossier_agent.mockserver import MockConfig, MockServer
@@ -220,7 +220,7 @@ def test_dataset_reports_every_bad_line_with_its_number():
 def test_unsupported_schema_keyword_is_refused_before_the_run():
     items = prompts.load_dataset(['{"prompt": "p", "json_schema": {"type": "object", "patternProperties": {}}}'])
     with pytest.raises(prompts.DatasetError, match=r"line 1.*patternProperties"):
-        acceptance.check_items(items)
+        output_checks.check_items(items)
 
 
 def test_synthetic_lengths_match_mean_and_p95():
@@ -244,23 +244,23 @@ def test_token_counter_calibration():
 
 def test_output_checks():
     item = prompts.PromptItem(prompt="p", regex=r"\d+", json_schema=None)
-    assert acceptance.check_output("", 0, None) == "empty"
-    assert acceptance.check_output("abc 12", 3, item) == "ok"
-    assert acceptance.check_output("abc", 3, item) == "regex"
-    assert acceptance.check_output("x", 3, None, bounds=(5, None)) == "too_short"
+    assert output_checks.check_output("", 0, None) == "empty"
+    assert output_checks.check_output("abc 12", 3, item) == "ok"
+    assert output_checks.check_output("abc", 3, item) == "regex"
+    assert output_checks.check_output("x", 3, None, bounds=(5, None)) == "too_short"
     exact = prompts.PromptItem(prompt="p", expected="Paris")
-    assert acceptance.check_output(" Paris\n", 1, exact) == "ok"
-    assert acceptance.check_output("Lyon", 1, exact) == "exact"
+    assert output_checks.check_output(" Paris\n", 1, exact) == "ok"
+    assert output_checks.check_output("Lyon", 1, exact) == "exact"
     schema = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer", "minimum": 1}},
               "additionalProperties": False}
     typed = prompts.PromptItem(prompt="p", json_schema=schema)
-    assert acceptance.check_output('```json\n{"n": 2}\n```', 5, typed) == "ok"
-    assert acceptance.check_output('{"n": 0}', 5, typed) == "schema"
-    assert acceptance.check_output('{"n": 1, "m": 2}', 5, typed) == "schema"
-    assert acceptance.check_output("{nope", 5, typed) == "json"
-    assert acceptance.check_generic(200, b'{"data": [{"url": "x"}]}', {"json_path": "data.0.url"}) == "ok"
-    assert acceptance.check_generic(200, b'{"data": []}', {"json_path": "data.0.url"}) == "json_path"
-    assert acceptance.check_generic(500, b"", {}) == "status"
+    assert output_checks.check_output('```json\n{"n": 2}\n```', 5, typed) == "ok"
+    assert output_checks.check_output('{"n": 0}', 5, typed) == "schema"
+    assert output_checks.check_output('{"n": 1, "m": 2}', 5, typed) == "schema"
+    assert output_checks.check_output("{nope", 5, typed) == "json"
+    assert output_checks.check_generic(200, b'{"data": [{"url": "x"}]}', {"json_path": "data.0.url"}) == "ok"
+    assert output_checks.check_generic(200, b'{"data": []}', {"json_path": "data.0.url"}) == "json_path"
+    assert output_checks.check_generic(500, b"", {}) == "status"
 
 
 # -- spec and API key ------------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import numpy as np
 
 from dossier_agent.contract import load_schedule, metrics
 from dossier_agent.contract.load_spec import LoadSpec, SpecError, Target
-from dossier_agent.loadgen import acceptance, prompts
+from dossier_agent.loadgen import output_checks, prompts
 from dossier_agent.loadgen.clients import (
     EndpointError,
     GenericTemplate,
@@ -68,7 +68,7 @@ def _prepare_items(spec: LoadSpec, counter: prompts.TokenCounter, count: int) ->
     if config.get("dataset_lines") is not None or config.get("dataset"):
         items = (prompts.load_dataset(config["dataset_lines"]) if config.get("dataset_lines") is not None
                  else prompts.load_dataset_file(config["dataset"]))
-        acceptance.check_items(items)
+        output_checks.check_items(items)
         return items
     synthetic = dict(config.get("synthetic") or {})
     if not synthetic:
@@ -316,10 +316,10 @@ def _check(outcome, item, bounds, spec: LoadSpec) -> str:
     api = spec.endpoint.get("api", "chat")
     if api == "generic":
         expect = (spec.endpoint.get("generic") or {}).get("expect") or {}
-        return acceptance.check_generic(outcome.status, outcome.text.encode(), expect)
+        return output_checks.check_generic(outcome.status, outcome.text.encode(), expect)
     if api == "embeddings":
         return "ok"
-    return acceptance.check_output(outcome.text, outcome.output_tokens, item, bounds)
+    return output_checks.check_output(outcome.text, outcome.output_tokens, item, bounds)
 
 
 def summarize(records: list[dict[str, Any]], spec: LoadSpec, offered: float | None) -> dict[str, Any]:
