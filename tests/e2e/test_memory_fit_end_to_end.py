@@ -8,10 +8,10 @@ import pytest
 from django.urls import reverse
 
 from apps.benchmarks.models import Job, JobStatus, Result
-from apps.benchmarks.tests.memory_fit_support import tiny_candidate
 from apps.catalog.models import GpuSpec
 from apps.fleet.models import Agent
 from apps.fleet.services import pool_create, registration_token_create
+from tests.agent_server.memory_fit_support import tiny_candidate
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -9,9 +9,9 @@ from django.urls import reverse
 from apps.benchmarks import memory_fit
 from apps.benchmarks.models import BenchmarkPlan
 from apps.benchmarks.services import plan_dispatch
-from apps.benchmarks.tests.memory_fit_support import agent_result, tiny_candidate
 from apps.benchmarks.tests.test_memory_fit_results import _finish, _probes, _spec
 from apps.workloads.memory.breakdown import DEFAULT_SAFETY_MARGIN_FRACTION
+from tests.agent_server.memory_fit_support import agent_result, tiny_candidate
 
 pytestmark = pytest.mark.django_db
 H200_TOTAL = 143771 * 2**20

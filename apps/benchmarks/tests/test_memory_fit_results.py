@@ -15,8 +15,8 @@ from apps.benchmarks.services import (
     plan_request_dispatch,
     result_ingest,
 )
-from apps.benchmarks.tests.memory_fit_support import MIB, agent_result, probe_report, tiny_candidate
 from apps.catalog.models import GpuSpec
+from tests.agent_server.memory_fit_support import MIB, agent_result, probe_report, tiny_candidate
 
 pytestmark = pytest.mark.django_db
 

@@ -9,12 +9,12 @@ from dossier_agent.jobs.memory_fit import parse_spec
 from apps.benchmarks import memory_fit
 from apps.benchmarks.models import PlanStatus
 from apps.benchmarks.plan_spec import normalise_plan_spec
-from apps.benchmarks.tests.memory_fit_support import TINY_SHAPE, tiny_candidate
 from apps.catalog.services import gpu_spec_set
 from apps.workloads import estimates
 from apps.workloads.memory.inference import estimate_inference
 from apps.workloads.memory.training import estimate_training
 from apps.workloads.tests.factories import ready_summary
+from tests.agent_server.memory_fit_support import TINY_SHAPE, tiny_candidate
 
 pytestmark = pytest.mark.django_db
 

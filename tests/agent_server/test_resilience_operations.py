@@ -16,9 +16,9 @@ from django.urls import reverse
 from dossier_agent.jobs import operations
 
 from apps.benchmarks import resilience_figures
-from apps.benchmarks.tests.resilience_support import Collect, agent_api, finish
 from apps.comparison.tests.builders import gpu_candidate, workload
 from apps.evidence.models import CandidateFigure
+from tests.agent_server.resilience_support import Collect, agent_api, finish
 from tests.i18n_tools import untranslated_text
 from tests.test_translations import extracted, pseudo_locale  # noqa: F401 - the pseudo-locale's fixtures
 
