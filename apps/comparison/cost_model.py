@@ -1,7 +1,7 @@
 """Phase-4 finance normalisation: GPU quotes, purchases and model-API routes compared at equal delivered work.
 
 Pure Python (no Django, no ORM): the inputs are frozen dataclasses, every amount is a `Decimal` and stays
-unrounded; only `round_money` (for display) rounds a money total to the currency's minor unit.
+unrounded; only the pages round, for display, with apps/common/money.py.
 
 Conventions (the issue's worked example is computed with exactly these):
 
@@ -52,7 +52,6 @@ from decimal import (
     ROUND_CEILING,
     ROUND_FLOOR,
     ROUND_HALF_EVEN,
-    ROUND_HALF_UP,
     Context,
     Decimal,
     DivisionByZero,
@@ -64,6 +63,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from apps.common.decimals import DecimalInputError, parse_decimal
+
 SECONDS_PER_HOUR = Decimal(3600)
 HOURS_PER_MONTH = Decimal(730)  # 8,760 hours a year ÷ 12: the month the guide and the quotes use
 MONTHS_PER_YEAR = Decimal(12)
@@ -74,12 +75,6 @@ ONE = Decimal(1)
 # Every computation runs in this context: 34 significant digits (IEEE decimal128), and the signals that would
 # otherwise produce NaN or infinity raise instead.
 DECIMAL_CONTEXT = Context(prec=34, rounding=ROUND_HALF_EVEN, traps=[InvalidOperation, DivisionByZero, Overflow])
-
-# ISO 4217 minor units of the currencies a quote is likely to use; `round_money` refuses any other code.
-CURRENCY_MINOR_UNITS = {
-    "AUD": 2, "CAD": 2, "CHF": 2, "CNY": 2, "EUR": 2, "GBP": 2, "IDR": 2, "INR": 2, "JPY": 0, "KRW": 0,
-    "SEK": 2, "SGD": 2, "USD": 2,
-}
 
 
 class NormalizationError(ValueError):
@@ -190,21 +185,11 @@ class Provenance:
 
 
 def _decimal(candidate: str | None, name: str, value: Any) -> Decimal:
-    """Coerce an input to Decimal: Decimal, int or a numeric string; never float, bool, NaN or infinity."""
-    if isinstance(value, bool | float):
-        raise NormalizationError(candidate, name, "pass a Decimal, an int or a numeric string, not a float or bool")
-    if isinstance(value, int):
-        value = Decimal(value)
-    elif isinstance(value, str):
-        try:
-            value = Decimal(value.strip())
-        except InvalidOperation:
-            raise NormalizationError(candidate, name, f"{value!r} is not a number") from None
-    if not isinstance(value, Decimal):
-        raise NormalizationError(candidate, name, f"expected a number, got {type(value).__name__}")
-    if not value.is_finite():
-        raise NormalizationError(candidate, name, "must be a finite number")
-    return value
+    """An input as an exact Decimal (apps/common/decimals.py's rules), refused as this candidate's field."""
+    try:
+        return parse_decimal(value, field=name)
+    except DecimalInputError as error:
+        raise NormalizationError(candidate, name, error.message) from None
 
 
 def _check_range(
@@ -1178,22 +1163,3 @@ def sensitivity(
             for name in low_variants
         ]
     return tuple(sorted(bars, key=lambda bar: bar.spread, reverse=True))
-
-
-# --- display helpers -------------------------------------------------------------------------------------------
-
-
-def round_money(amount: Decimal, currency: str = "USD") -> Decimal:
-    """A money total rounded half-up to the currency's minor unit, for display only."""
-    code = currency.upper()
-    if code not in CURRENCY_MINOR_UNITS:
-        raise NormalizationError(None, "currency", f"no minor unit known for {code}")
-    return amount.quantize(Decimal(1).scaleb(-CURRENCY_MINOR_UNITS[code]), rounding=ROUND_HALF_UP)
-
-
-def significant(value: Decimal, digits: int = 6) -> Decimal:
-    """`value` rounded half-even to `digits` significant digits (unit costs are shown with at least 6)."""
-    if value == ZERO:
-        return value
-    exponent = value.adjusted() - digits + 1
-    return value.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_EVEN, context=DECIMAL_CONTEXT)

@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.utils import formats
 from django.utils.translation import gettext as _
 
-from apps.common import money
+from apps.common import decimals, money
 from apps.comparison import charts, cost_model
 from apps.comparison.selectors import CandidateResult, Comparison
 from apps.evidence.display import SOURCE_LABELS, Badge, input_badge, reference_url
@@ -47,7 +47,7 @@ def _number(value) -> str:
     if isinstance(value, Decimal):
         if value == value.to_integral_value():
             return _show(value.quantize(Decimal(1)))
-        return _show(cost_model.significant(value, 6).normalize())
+        return _show(decimals.significant(value, 6).normalize())
     return str(value)
 
 

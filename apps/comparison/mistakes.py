@@ -13,8 +13,9 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
+from apps.common.decimals import significant
 from apps.common.i18n import gettext_noop
-from apps.comparison.cost_model import Row, significant
+from apps.comparison.cost_model import Row
 
 SELF_HOSTED_KINDS = frozenset({"gpu", "purchase"})
 

@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.common import decimals
 from apps.comparison import cost_model, mistakes
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 from apps.quotes import selectors as quote_selectors
@@ -666,7 +667,7 @@ def predicted_memory_margins(summary: WorkloadSummary, results: list[CandidateRe
         if capacity is None or capacity.total_bytes <= 0:
             continue
         margin = D(capacity.total_bytes - breakdown.total_bytes) / D(capacity.total_bytes)
-        result.predicted_memory_margin = cost_model.significant(margin, 6)
+        result.predicted_memory_margin = decimals.significant(margin, 6)
 
 
 # ---------------------------------------------------------------------------------------------------------------
