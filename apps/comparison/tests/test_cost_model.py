@@ -326,6 +326,8 @@ def test_other_currency_is_converted_at_the_stated_rate():
      "capacity_at_slo_per_gpu"),
     (lambda: candidate_a(api_input_price_per_million=D(1)), "A", "api_input_price_per_million"),
     (lambda: candidate_a(commercial_model="purchase"), "A", "commercial_model"),
+    (lambda: candidate_a(price_unit="million_tokens"), "A", "price_unit"),
+    (lambda: candidate_a(price_unit="per_fortnight"), "A", "price_unit"),
     (lambda: candidate_a(capacity_at_slo_per_gpu=None), "A", "capacity_at_slo_per_gpu"),
     (lambda: candidate_a(cost_lines=(CostLine(CostKind.STORAGE, D(-5), QUOTE_A),)), "A", "cost_lines[0].unit_price"),
     (lambda: purchase_candidate(pue=D("0.9")), "P", "pue"),
