@@ -64,6 +64,7 @@ from types import MappingProxyType
 from typing import Any
 
 from apps.common.decimals import DecimalInputError, parse_decimal
+from apps.common.provenance import SourceKind
 from apps.quotes.kinds import HOURLY_UNITS, BillingModel, CandidateKind, PriceUnit
 
 SECONDS_PER_HOUR = Decimal(3600)
@@ -128,39 +129,33 @@ KINDS_OF_MODEL = {
 }
 
 
-class ProvenanceKind(StrEnum):
-    MEASURED = "measured"
-    QUOTED = "quoted"
-    ESTIMATED = "estimated"
-
-
 @dataclass(frozen=True)
 class Provenance:
     """Where a figure comes from: measured (benchmark job id), quoted (price version id) or estimated (by, why)."""
 
-    kind: ProvenanceKind
+    kind: SourceKind
     reference: str = ""
     by: str = ""
     why: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", ProvenanceKind(self.kind))
-        if self.kind in (ProvenanceKind.MEASURED, ProvenanceKind.QUOTED) and not self.reference:
+        object.__setattr__(self, "kind", SourceKind(self.kind))
+        if self.kind in (SourceKind.MEASURED, SourceKind.QUOTED) and not self.reference:
             raise ValueError(f"a {self.kind} figure needs its reference (job id or price version id)")
-        if self.kind is ProvenanceKind.ESTIMATED and not (self.by and self.why):
+        if self.kind is SourceKind.ESTIMATED and not (self.by and self.why):
             raise ValueError("an estimated figure needs who estimated it and why")
 
     @classmethod
     def measured(cls, job_id: str | int) -> Provenance:
-        return cls(ProvenanceKind.MEASURED, reference=str(job_id))
+        return cls(SourceKind.MEASURED, reference=str(job_id))
 
     @classmethod
     def quoted(cls, price_version_id: str | int) -> Provenance:
-        return cls(ProvenanceKind.QUOTED, reference=str(price_version_id))
+        return cls(SourceKind.QUOTED, reference=str(price_version_id))
 
     @classmethod
     def estimated(cls, by: str, why: str) -> Provenance:
-        return cls(ProvenanceKind.ESTIMATED, by=by, why=why)
+        return cls(SourceKind.ESTIMATED, by=by, why=why)
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": str(self.kind), "reference": self.reference, "by": self.by, "why": self.why}

@@ -18,6 +18,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.common import decimals
+from apps.common.provenance import SourceKind
 from apps.comparison import cost_model, mistakes
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 from apps.quotes import kinds
@@ -391,12 +392,12 @@ def demand_from_summary(summary: WorkloadSummary) -> cost_model.Demand:
 def input_provenance(item: CandidateFigure) -> cost_model.Provenance:
     if item.source == FigureSource.ESTIMATED:
         return cost_model.Provenance.estimated(item.estimated_by, item.estimate_reason)
-    return cost_model.Provenance(cost_model.ProvenanceKind(item.source), reference=item.reference)
+    return cost_model.Provenance(SourceKind(item.source), reference=item.reference)
 
 
 def _provenance_from(data: dict) -> cost_model.Provenance:
     return cost_model.Provenance(
-        cost_model.ProvenanceKind(data["kind"]), reference=data.get("reference", ""), by=data.get("by", ""),
+        SourceKind(data["kind"]), reference=data.get("reference", ""), by=data.get("by", ""),
         why=data.get("why", ""),
     )
 

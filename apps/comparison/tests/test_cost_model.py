@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from apps.common.decimals import significant
 from apps.common.money import round_to_minor_unit
+from apps.common.provenance import SourceKind
 from apps.comparison.cost_model import (
     DECIMAL_CONTEXT,
     CandidateInput,
@@ -20,7 +21,6 @@ from apps.comparison.cost_model import (
     ExchangeRate,
     NormalizationError,
     Provenance,
-    ProvenanceKind,
     TrainingRun,
     api_vs_self_host_tokens_per_month,
     blended_api_price_per_million,
@@ -152,7 +152,7 @@ def test_every_figure_names_its_sources():
     assert Provenance.quoted("storage-quote-4") in row.provenance["storage_network"]
     assert Provenance.measured("job-102") in row.provenance["failure_waste"]
     assert {p.kind for p in row.provenance["effective_unit_cost"]} == {
-        ProvenanceKind.QUOTED, ProvenanceKind.MEASURED, ProvenanceKind.ESTIMATED}
+        SourceKind.QUOTED, SourceKind.MEASURED, SourceKind.ESTIMATED}
 
 
 def test_notes_report_latency_against_target_memory_margin_and_acceptance():
