@@ -1,7 +1,8 @@
 """The pure modules import no Django: a fresh interpreter imports them and has loaded no `django` module.
 
-They hold the money, the exact decimals, the kinds and sources the models build their choices on, the cost model and
-the mistakes (CONTRIBUTING.md, "Pure math in pure modules"); keeping Django out lets them run and be tested alone.
+They hold the money, the exact decimals, the kinds and sources the models build their choices on, the cost model,
+the mistakes and the memory estimator (CONTRIBUTING.md, "Pure math in pure modules"); keeping Django out lets them
+run and be tested alone.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PURE_MODULES = (
     "apps.comparison.cost_model",
     "apps.comparison.mistakes",
     "apps.catalog.catalog_csv",
+    "apps.workloads.memory",
 )
 
 IMPORT_AND_REPORT = """
