@@ -30,6 +30,7 @@ from dossier_agent.contract.load_spec import LoadSpec, level_spec
 
 from apps.benchmarks.models import Result, ResultStatus
 from apps.benchmarks.storage import artifact_storage
+from apps.common.decimals import from_float
 
 logger = logging.getLogger(__name__)
 
@@ -178,10 +179,6 @@ def _gpus_under_test(result: Result, candidate) -> tuple[int | None, str]:
     return None, ""
 
 
-def _decimal(value: float, places: int = 6) -> Decimal:
-    return Decimal(str(round(float(value), places)))
-
-
 def store_on_candidate(result: Result, measured: dict[str, Any]) -> dict[str, Any]:
     """Write the measured figures on the candidate's phase-4 inputs; returns what was stored and what was not."""
     from apps.evidence.models import CapacityUnit, FigureMetric, FigureSource
@@ -210,7 +207,7 @@ def store_on_candidate(result: Result, measured: dict[str, Any]) -> dict[str, An
         elif rate:
             note = (f"{reference} (measured): {measured['key']} {capacity:g} at the SLO, {rate:.6g} req/s "
                     f"÷ {gpus} ({gpu_source})")
-            figures.append((FigureMetric.CAPACITY_AT_SLO, _decimal(rate / gpus), CapacityUnit.REQUESTS_PER_SECOND,
+            figures.append((FigureMetric.CAPACITY_AT_SLO, from_float(rate / gpus, 6), CapacityUnit.REQUESTS_PER_SECOND,
                             note))
     elif not summary["valid"]:
         report["skipped"].append("the run is invalid: nothing stored")
@@ -220,14 +217,14 @@ def store_on_candidate(result: Result, measured: dict[str, Any]) -> dict[str, An
         if value is None:
             report["skipped"].append(f"{q}: too few samples")
         else:
-            figures.append((metric, _decimal(value * 1000, 3), "", f"{reference} (measured): end-to-end {q}"))
+            figures.append((metric, from_float(value * 1000, 3), "", f"{reference} (measured): end-to-end {q}"))
     measured, errors = summary["counts"]["measured"], summary["counts"]["errors"]
     if measured:
         # Per request served, as phase 4 charges failures: generated × (1 + retry rate + failure rate).
         served = measured - errors
         fraction = errors / served if served else None
         if fraction is not None and fraction < 1:
-            figures.append((FigureMetric.FAILURE_RATE, _decimal(fraction, 8), "",
+            figures.append((FigureMetric.FAILURE_RATE, from_float(fraction, 8), "",
                             f"{reference} (measured): failed requests ÷ requests served = {errors} ÷ {served}"))
         else:
             report["skipped"].append("failure rate: as many requests failed as were served, or more")

@@ -10,8 +10,10 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
+
+from apps.common.decimals import DecimalInputError, parse_decimal
 
 DEFAULT_CSV_PATH = Path(__file__).resolve().parent / "data" / "gpu_specs.csv"
 
@@ -45,12 +47,13 @@ class CatalogRow:
 
 
 def _decimal(raw: str, *, line: int, column: str) -> Decimal:
+    where = f"line {line}, column {column}"
     try:
-        value = Decimal(raw)
-    except InvalidOperation:
-        raise CatalogFileError(f"line {line}, column {column}: {raw!r} is not a number") from None
-    if not value.is_finite() or value < 0:
-        raise CatalogFileError(f"line {line}, column {column}: {raw!r} must be a finite number ≥ 0")
+        value = parse_decimal(raw, field=where)
+    except DecimalInputError as error:
+        raise CatalogFileError(str(error)) from None
+    if value < 0:
+        raise CatalogFileError(f"{where}: {raw!r} must be a finite number ≥ 0")
     return value
 
 

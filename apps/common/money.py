@@ -6,7 +6,9 @@ shown: a total to its currency's minor unit, a unit price or unit cost to at lea
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+
+from apps.common import decimals
 
 #: Active ISO 4217 currencies and their minor units (the number of decimals of the currency's smallest unit), as
 #: published in ISO 4217 list one. Precious metals, testing and "no currency" codes are left out on purpose: nobody
@@ -69,24 +71,15 @@ def minor_units(currency: str) -> int:
         raise MoneyError(f"{currency!r} is not an ISO 4217 currency code.") from None
 
 
-def to_decimal(value: Decimal | int | str) -> Decimal:
-    """A finite Decimal from a Decimal, an int or a decimal string; floats are refused (they are already inexact)."""
-    if isinstance(value, bool | float):
-        raise MoneyError(f"Refusing {type(value).__name__} {value!r}: money is never a float; pass a string.")
-    if isinstance(value, Decimal):
-        number = value
-    elif isinstance(value, int):
-        number = Decimal(value)
-    elif isinstance(value, str):
-        try:
-            number = Decimal(value.strip())
-        except InvalidOperation:
-            raise MoneyError(f"{value!r} is not a decimal number.") from None
-    else:
-        raise MoneyError(f"Refusing {type(value).__name__}: expected a Decimal, an int or a decimal string.")
-    if not number.is_finite():
-        raise MoneyError(f"{value!r} is not a finite number.")
-    return number
+def to_decimal(value: Decimal | int | str, *, field: str = "amount") -> Decimal:
+    """A finite Decimal from a Decimal, an int or a decimal string; floats are refused (they are already inexact).
+
+    The rules are `decimals.parse_decimal`'s; a refusal is a MoneyError, like every other refusal of this module.
+    """
+    try:
+        return decimals.parse_decimal(value, field=field)
+    except decimals.DecimalInputError as error:
+        raise MoneyError(str(error)) from None
 
 
 def canonical(value: Decimal | int | str) -> str:
@@ -161,12 +154,7 @@ def round_unit_price(
     0.000000123 → 0.000000123000; 3.5 USD → 3.50000; 0.000427785 → 0.000427785.
     """
     number = to_decimal(amount)
+    places = minor_units(currency) if currency else 0
     if number.is_zero():
-        decimals = minor_units(currency) if currency else 0
-        return Decimal(0).quantize(Decimal(1).scaleb(-decimals))
-    exponent = min(number.adjusted() - (significant - 1), 0)
-    if currency is not None:
-        exponent = min(exponent, -minor_units(currency))
-    with localcontext() as context:
-        context.prec = _EXACT_PRECISION
-        return number.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_UP)
+        return Decimal(0).quantize(Decimal(1).scaleb(-places))
+    return decimals.significant(number, significant, rounding=ROUND_HALF_UP, coarsest_exponent=-places)

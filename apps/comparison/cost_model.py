@@ -1,7 +1,7 @@
 """Phase-4 finance normalisation: GPU quotes, purchases and model-API routes compared at equal delivered work.
 
 Pure Python (no Django, no ORM): the inputs are frozen dataclasses, every amount is a `Decimal` and stays
-unrounded; only `round_money` (for display) rounds a money total to the currency's minor unit.
+unrounded; only the pages round, for display, with apps/common/money.py.
 
 Conventions (the issue's worked example is computed with exactly these):
 
@@ -52,7 +52,6 @@ from decimal import (
     ROUND_CEILING,
     ROUND_FLOOR,
     ROUND_HALF_EVEN,
-    ROUND_HALF_UP,
     Context,
     Decimal,
     DivisionByZero,
@@ -64,6 +63,10 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from apps.common.decimals import DecimalInputError, parse_decimal
+from apps.common.provenance import SourceKind
+from apps.quotes.kinds import HOURLY_UNITS, BillingModel, CandidateKind, PriceUnit
+
 SECONDS_PER_HOUR = Decimal(3600)
 HOURS_PER_MONTH = Decimal(730)  # 8,760 hours a year ÷ 12: the month the guide and the quotes use
 MONTHS_PER_YEAR = Decimal(12)
@@ -74,12 +77,6 @@ ONE = Decimal(1)
 # Every computation runs in this context: 34 significant digits (IEEE decimal128), and the signals that would
 # otherwise produce NaN or infinity raise instead.
 DECIMAL_CONTEXT = Context(prec=34, rounding=ROUND_HALF_EVEN, traps=[InvalidOperation, DivisionByZero, Overflow])
-
-# ISO 4217 minor units of the currencies a quote is likely to use; `round_money` refuses any other code.
-CURRENCY_MINOR_UNITS = {
-    "AUD": 2, "CAD": 2, "CHF": 2, "CNY": 2, "EUR": 2, "GBP": 2, "IDR": 2, "INR": 2, "JPY": 0, "KRW": 0,
-    "SEK": 2, "SGD": 2, "USD": 2,
-}
 
 
 class NormalizationError(ValueError):
@@ -98,25 +95,6 @@ class Mode(StrEnum):
     BATCH = "batch"
     MEDIA = "media"
     TRAINING = "training"
-
-
-class CandidateKind(StrEnum):
-    GPU = "gpu"
-    PURCHASE = "purchase"
-    API = "api"
-
-
-class CommercialModel(StrEnum):
-    ON_DEMAND = "on_demand"
-    RESERVED = "reserved"
-    SPOT = "spot"
-    PURCHASE = "purchase"
-    API = "api"
-
-
-class PriceUnit(StrEnum):
-    GPU_HOUR = "gpu_hour"
-    NODE_HOUR = "node_hour"
 
 
 class CostKind(StrEnum):
@@ -143,68 +121,52 @@ COST_COLUMN = {
 }
 
 KINDS_OF_MODEL = {
-    CommercialModel.ON_DEMAND: CandidateKind.GPU,
-    CommercialModel.RESERVED: CandidateKind.GPU,
-    CommercialModel.SPOT: CandidateKind.GPU,
-    CommercialModel.PURCHASE: CandidateKind.PURCHASE,
-    CommercialModel.API: CandidateKind.API,
+    BillingModel.ON_DEMAND: CandidateKind.GPU,
+    BillingModel.RESERVED: CandidateKind.GPU,
+    BillingModel.SPOT: CandidateKind.GPU,
+    BillingModel.PURCHASE: CandidateKind.PURCHASE,
+    BillingModel.API: CandidateKind.API,
 }
-
-
-class ProvenanceKind(StrEnum):
-    MEASURED = "measured"
-    QUOTED = "quoted"
-    ESTIMATED = "estimated"
 
 
 @dataclass(frozen=True)
 class Provenance:
     """Where a figure comes from: measured (benchmark job id), quoted (price version id) or estimated (by, why)."""
 
-    kind: ProvenanceKind
+    kind: SourceKind
     reference: str = ""
     by: str = ""
     why: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", ProvenanceKind(self.kind))
-        if self.kind in (ProvenanceKind.MEASURED, ProvenanceKind.QUOTED) and not self.reference:
+        object.__setattr__(self, "kind", SourceKind(self.kind))
+        if self.kind in (SourceKind.MEASURED, SourceKind.QUOTED) and not self.reference:
             raise ValueError(f"a {self.kind} figure needs its reference (job id or price version id)")
-        if self.kind is ProvenanceKind.ESTIMATED and not (self.by and self.why):
+        if self.kind is SourceKind.ESTIMATED and not (self.by and self.why):
             raise ValueError("an estimated figure needs who estimated it and why")
 
     @classmethod
     def measured(cls, job_id: str | int) -> Provenance:
-        return cls(ProvenanceKind.MEASURED, reference=str(job_id))
+        return cls(SourceKind.MEASURED, reference=str(job_id))
 
     @classmethod
     def quoted(cls, price_version_id: str | int) -> Provenance:
-        return cls(ProvenanceKind.QUOTED, reference=str(price_version_id))
+        return cls(SourceKind.QUOTED, reference=str(price_version_id))
 
     @classmethod
     def estimated(cls, by: str, why: str) -> Provenance:
-        return cls(ProvenanceKind.ESTIMATED, by=by, why=why)
+        return cls(SourceKind.ESTIMATED, by=by, why=why)
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": str(self.kind), "reference": self.reference, "by": self.by, "why": self.why}
 
 
 def _decimal(candidate: str | None, name: str, value: Any) -> Decimal:
-    """Coerce an input to Decimal: Decimal, int or a numeric string; never float, bool, NaN or infinity."""
-    if isinstance(value, bool | float):
-        raise NormalizationError(candidate, name, "pass a Decimal, an int or a numeric string, not a float or bool")
-    if isinstance(value, int):
-        value = Decimal(value)
-    elif isinstance(value, str):
-        try:
-            value = Decimal(value.strip())
-        except InvalidOperation:
-            raise NormalizationError(candidate, name, f"{value!r} is not a number") from None
-    if not isinstance(value, Decimal):
-        raise NormalizationError(candidate, name, f"expected a number, got {type(value).__name__}")
-    if not value.is_finite():
-        raise NormalizationError(candidate, name, "must be a finite number")
-    return value
+    """An input as an exact Decimal (apps/common/decimals.py's rules), refused as this candidate's field."""
+    try:
+        return parse_decimal(value, field=name)
+    except DecimalInputError as error:
+        raise NormalizationError(candidate, name, error.message) from None
 
 
 def _check_range(
@@ -329,34 +291,34 @@ class Demand:
         return self.accepted_outputs / self.quality_acceptance
 
 
-# The numeric inputs each commercial model uses; any other model-specific input must stay unset (None), so a
+# The numeric inputs each billing model uses; any other model-specific input must stay unset (None), so a
 # mistyped quote (a purchase price on an API route) is an error instead of being ignored.
 _PRICE_INPUTS = {
-    CommercialModel.ON_DEMAND: ("unit_price",),
-    CommercialModel.SPOT: ("unit_price",),
-    CommercialModel.RESERVED: ("unit_price", "committed_hours", "overage_price"),
-    CommercialModel.PURCHASE: ("capex_per_node", "amortisation_months", "power_kw_per_node", "pue",
+    BillingModel.ON_DEMAND: ("unit_price",),
+    BillingModel.SPOT: ("unit_price",),
+    BillingModel.RESERVED: ("unit_price", "committed_hours", "overage_price"),
+    BillingModel.PURCHASE: ("capex_per_node", "amortisation_months", "power_kw_per_node", "pue",
                                "energy_price_per_kwh", "colocation_per_kw_month", "maintenance_per_node_year"),
-    CommercialModel.API: ("api_input_price_per_million", "api_output_price_per_million", "mean_input_tokens",
+    BillingModel.API: ("api_input_price_per_million", "api_output_price_per_million", "mean_input_tokens",
                           "mean_output_tokens"),
 }
 _MODEL_INPUTS = {
-    CommercialModel.ON_DEMAND: (*_PRICE_INPUTS[CommercialModel.ON_DEMAND], "billing_granularity_hours",
+    BillingModel.ON_DEMAND: (*_PRICE_INPUTS[BillingModel.ON_DEMAND], "billing_granularity_hours",
                                 "minimum_commitment", "capacity_at_slo_per_gpu", "headroom"),
-    CommercialModel.SPOT: (*_PRICE_INPUTS[CommercialModel.SPOT], "billing_granularity_hours", "minimum_commitment",
+    BillingModel.SPOT: (*_PRICE_INPUTS[BillingModel.SPOT], "billing_granularity_hours", "minimum_commitment",
                            "capacity_at_slo_per_gpu", "headroom", "spot_preemptions_per_hour", "spot_rework_hours"),
-    CommercialModel.RESERVED: (*_PRICE_INPUTS[CommercialModel.RESERVED], "billing_granularity_hours",
+    BillingModel.RESERVED: (*_PRICE_INPUTS[BillingModel.RESERVED], "billing_granularity_hours",
                                "minimum_commitment", "capacity_at_slo_per_gpu", "headroom"),
-    CommercialModel.PURCHASE: (*_PRICE_INPUTS[CommercialModel.PURCHASE], "capacity_at_slo_per_gpu", "headroom"),
-    CommercialModel.API: (*_PRICE_INPUTS[CommercialModel.API], "minimum_commitment"),
+    BillingModel.PURCHASE: (*_PRICE_INPUTS[BillingModel.PURCHASE], "capacity_at_slo_per_gpu", "headroom"),
+    BillingModel.API: (*_PRICE_INPUTS[BillingModel.API], "minimum_commitment"),
 }
 _REQUIRED_INPUTS = {
-    CommercialModel.ON_DEMAND: ("unit_price", "capacity_at_slo_per_gpu"),
-    CommercialModel.SPOT: ("unit_price", "capacity_at_slo_per_gpu"),
-    CommercialModel.RESERVED: ("unit_price", "committed_hours", "capacity_at_slo_per_gpu"),
-    CommercialModel.PURCHASE: ("capex_per_node", "amortisation_months", "power_kw_per_node", "pue",
+    BillingModel.ON_DEMAND: ("unit_price", "capacity_at_slo_per_gpu"),
+    BillingModel.SPOT: ("unit_price", "capacity_at_slo_per_gpu"),
+    BillingModel.RESERVED: ("unit_price", "committed_hours", "capacity_at_slo_per_gpu"),
+    BillingModel.PURCHASE: ("capex_per_node", "amortisation_months", "power_kw_per_node", "pue",
                                "energy_price_per_kwh", "capacity_at_slo_per_gpu"),
-    CommercialModel.API: _PRICE_INPUTS[CommercialModel.API],
+    BillingModel.API: _PRICE_INPUTS[BillingModel.API],
 }
 _COMMON_INPUTS = ("retry_rate", "failure_rate", "quality_acceptance", "p95_latency_ms", "memory_margin",
                   "commitment_months")
@@ -378,13 +340,14 @@ class CandidateInput:
     `headroom`, `retry_rate`, `failure_rate`, `quality_acceptance` and `memory_margin` are fractions (0.2 = 20 %);
     `spot_preemptions_per_hour` per GPU, `spot_rework_hours` lost per preemption; purchase money per node;
     API prices per 1M tokens. Every numeric input that is set and non-zero needs an entry in `provenance`
-    (keyed by the field name); each cost line carries its own.
+    (keyed by the field name); each cost line carries its own. `commercial_model` is how the quote bills
+    (`Quote.billing_model`: several commercial models of a quote bill alike).
     """
 
     id: str
     label: str
     kind: CandidateKind
-    commercial_model: CommercialModel
+    commercial_model: BillingModel
     currency: str = "USD"
     unit_price: Decimal | None = None
     price_unit: PriceUnit = PriceUnit.GPU_HOUR
@@ -426,11 +389,13 @@ class CandidateInput:
 
         if not isinstance(cid, str) or not cid.strip():
             raise NormalizationError(None, "id", "a candidate needs a non-empty id")
-        for name, enum in (("kind", CandidateKind), ("commercial_model", CommercialModel), ("price_unit", PriceUnit)):
+        for name, enum in (("kind", CandidateKind), ("commercial_model", BillingModel), ("price_unit", PriceUnit)):
             try:
                 setter(name, enum(getattr(self, name)))
             except ValueError:
                 raise NormalizationError(cid, name, f"unknown value {getattr(self, name)!r}") from None
+        if self.price_unit not in HOURLY_UNITS:
+            raise NormalizationError(cid, "price_unit", f"must be per GPU-hour or per node-hour, not {self.price_unit}")
         if KINDS_OF_MODEL[self.commercial_model] is not self.kind:
             raise NormalizationError(cid, "commercial_model",
                                      f"a {self.kind} candidate cannot be billed as {self.commercial_model}")
@@ -465,7 +430,7 @@ class CandidateInput:
             _check_range(cid, "memory_margin", self.memory_margin, at_most=ONE)
         if self.pue is not None:
             _check_range(cid, "pue", self.pue, at_least=ONE)
-        if self.commercial_model is CommercialModel.SPOT:
+        if self.commercial_model is BillingModel.SPOT:
             lost_share = (self.spot_preemptions_per_hour or ZERO) * (self.spot_rework_hours or ZERO)
             if lost_share >= ONE:
                 raise NormalizationError(cid, "spot_rework_hours",
@@ -542,7 +507,7 @@ class Row:
     candidate_id: str
     label: str
     kind: CandidateKind
-    commercial_model: CommercialModel
+    commercial_model: BillingModel
     currency: str
     gpus: int
     nodes: int
@@ -655,7 +620,7 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Co
     parts: dict[str, Decimal] = {}
     preemption_rework = ZERO
     model = candidate.commercial_model
-    if model is CommercialModel.PURCHASE:
+    if model is BillingModel.PURCHASE:
         months = demand.period_hours / HOURS_PER_MONTH
         power = candidate.power_kw_per_node
         parts["amortised_capex"] = nodes * candidate.capex_per_node / candidate.amortisation_months * months
@@ -667,7 +632,7 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Co
         notes.append(Note("derived_hourly_price"))
         if demand.operating_hours < demand.period_hours:
             notes.append(Note("idle_power_not_counted", {"operating_hours": demand.operating_hours}))
-    elif model is CommercialModel.RESERVED:
+    elif model is BillingModel.RESERVED:
         # Hours inside the commitment are prepaid, so only the overage is rounded to the billing granularity.
         committed = candidate.committed_hours
         if committed > demand.period_hours:
@@ -691,7 +656,7 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Co
             notes.append(Note("granularity", {"billed_hours": used_hours, "operating_hours": demand.operating_hours}))
         parts["hours_used"] = billing_units * used_hours * candidate.unit_price
         capacity_hours = billed_hours = used_hours
-        if model is CommercialModel.SPOT:
+        if model is BillingModel.SPOT:
             lost_share = (candidate.spot_preemptions_per_hour or ZERO) * (candidate.spot_rework_hours or ZERO)
             preemption_rework = billing_units * used_hours * lost_share * candidate.unit_price
 
@@ -703,7 +668,7 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Co
     gpu_cost = base_cost + top_up
     capacity_outputs = gpus * capacity * SECONDS_PER_HOUR * capacity_hours
     productive = base_cost * min(ONE, generated / capacity_outputs)
-    if model is CommercialModel.PURCHASE:
+    if model is BillingModel.PURCHASE:
         hourly_price = gpu_cost / (gpus * demand.period_hours)
     else:
         hourly_price = candidate.hourly_price_per_gpu
@@ -1178,22 +1143,3 @@ def sensitivity(
             for name in low_variants
         ]
     return tuple(sorted(bars, key=lambda bar: bar.spread, reverse=True))
-
-
-# --- display helpers -------------------------------------------------------------------------------------------
-
-
-def round_money(amount: Decimal, currency: str = "USD") -> Decimal:
-    """A money total rounded half-up to the currency's minor unit, for display only."""
-    code = currency.upper()
-    if code not in CURRENCY_MINOR_UNITS:
-        raise NormalizationError(None, "currency", f"no minor unit known for {code}")
-    return amount.quantize(Decimal(1).scaleb(-CURRENCY_MINOR_UNITS[code]), rounding=ROUND_HALF_UP)
-
-
-def significant(value: Decimal, digits: int = 6) -> Decimal:
-    """`value` rounded half-even to `digits` significant digits (unit costs are shown with at least 6)."""
-    if value == ZERO:
-        return value
-    exponent = value.adjusted() - digits + 1
-    return value.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_EVEN, context=DECIMAL_CONTEXT)

@@ -9,7 +9,8 @@ from decimal import Decimal
 from django.utils import formats
 from django.utils.translation import gettext as _
 
-from apps.common import money
+from apps.common import decimals, money
+from apps.common.provenance import SourceKind
 from apps.comparison import charts, cost_model
 from apps.comparison.selectors import CandidateResult, Comparison
 from apps.evidence.display import SOURCE_LABELS, Badge, input_badge, reference_url
@@ -17,7 +18,7 @@ from apps.evidence.models import FigureMetric
 
 
 def _describe(item: cost_model.Provenance) -> str:
-    if item.kind is cost_model.ProvenanceKind.ESTIMATED:
+    if item.kind is SourceKind.ESTIMATED:
         return f"{item.by}: {item.why}"
     return item.reference
 
@@ -28,13 +29,13 @@ def badges(sources: tuple[cost_model.Provenance, ...] | list[cost_model.Provenan
     for item in sources:
         grouped.setdefault(str(item.kind), []).append(item)
     result = []
-    for kind in ("measured", "quoted", "estimated"):
+    for kind in SourceKind:
         items = grouped.get(kind)
         if not items:
             continue
         url = next((found for found in (reference_url(item.reference, quote_url) for item in items if item.reference)
                     if found), "")
-        result.append(Badge(kind, str(SOURCE_LABELS[kind]), "; ".join(dict.fromkeys(map(_describe, items))), url))
+        result.append(Badge(str(kind), str(SOURCE_LABELS[kind]), "; ".join(dict.fromkeys(map(_describe, items))), url))
     return result
 
 
@@ -47,7 +48,7 @@ def _number(value) -> str:
     if isinstance(value, Decimal):
         if value == value.to_integral_value():
             return _show(value.quantize(Decimal(1)))
-        return _show(cost_model.significant(value, 6).normalize())
+        return _show(decimals.significant(value, 6).normalize())
     return str(value)
 
 

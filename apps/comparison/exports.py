@@ -21,6 +21,7 @@ from openpyxl.utils import get_column_letter
 from apps.comparison import cost_model
 from apps.comparison.selectors import CandidateResult, Comparison
 from apps.evidence.models import FigureMetric
+from apps.quotes.kinds import BillingModel
 
 # ---------------------------------------------------------------------------------------------------------------
 # JSON
@@ -313,7 +314,7 @@ def _cell_value(value: Any) -> Any:
     return str(value)
 
 
-def _formulas(model: cost_model.CommercialModel, r: int) -> dict[str, str]:
+def _formulas(model: BillingModel, r: int) -> dict[str, str]:
     """The formula of each computed column for one candidate row (`r`), by its commercial model."""
 
     def c(key: str) -> str:
@@ -331,7 +332,7 @@ def _formulas(model: cost_model.CommercialModel, r: int) -> dict[str, str]:
         "other_costs": "=" + lines("other_costs"),
         "preemption_rework": "=0",
     }
-    if model is cost_model.CommercialModel.API:
+    if model is BillingModel.API:
         formulas.update({
             "per_request": f"=({c('input_tokens')}*{c('input_price')}+{c('output_tokens')}*{c('output_price')})"
                            "/1000000",
@@ -351,7 +352,7 @@ def _formulas(model: cost_model.CommercialModel, r: int) -> dict[str, str]:
             "retry_waste": f"={c('retry')}*{c('gpu_cost')}",
             "failure_loss": f"={c('failure')}*{c('gpu_cost')}",
         })
-        if model is cost_model.CommercialModel.PURCHASE:
+        if model is BillingModel.PURCHASE:
             months = f"({PERIOD}/730)"
             formulas.update({
                 "billed_hours": f"={PERIOD}",
@@ -360,7 +361,7 @@ def _formulas(model: cost_model.CommercialModel, r: int) -> dict[str, str]:
                               f"+{c('nodes')}*{c('power')}*{c('colocation')}*{months}"
                               f"+{c('nodes')}*{c('maintenance')}*{months}/12"),
             })
-        elif model is cost_model.CommercialModel.RESERVED:
+        elif model is BillingModel.RESERVED:
             overage = f"MAX(0,{OPERATING}-{c('committed')})"
             formulas.update({
                 "overage_hours": (f"=IF(ISBLANK({c('granularity')}),{overage},"
@@ -375,12 +376,12 @@ def _formulas(model: cost_model.CommercialModel, r: int) -> dict[str, str]:
                                  f"ROUNDUP({OPERATING}/{RUNS}/{c('granularity')},0)*{c('granularity')}*{RUNS})"),
                 "base_cost": f"={units}*{c('billed_hours')}*{c('unit_price')}",
             })
-            if model is cost_model.CommercialModel.SPOT:
+            if model is BillingModel.SPOT:
                 formulas["preemption_rework"] = (f"={units}*{c('billed_hours')}*{c('preemptions')}*{c('rework')}"
                                                  f"*{c('unit_price')}")
         formulas["productive"] = (f"={c('base_cost')}*MIN(1,{c('generated')}/({c('gpus')}*{c('capacity')}*3600"
                                   f"*{c('billed_hours')}))")
-        if model is cost_model.CommercialModel.PURCHASE:
+        if model is BillingModel.PURCHASE:
             formulas["hourly"] = f"={c('gpu_cost')}*{c('rate')}/({c('gpus')}*{PERIOD})"
         else:
             formulas["hourly"] = (f"=IF({c('price_unit')}=\"node_hour\",{c('unit_price')}/{c('gpn')},"

@@ -13,10 +13,12 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
+from apps.common.decimals import significant
 from apps.common.i18n import gettext_noop
-from apps.comparison.cost_model import Row, significant
+from apps.comparison.cost_model import Row
+from apps.quotes.kinds import CandidateKind
 
-SELF_HOSTED_KINDS = frozenset({"gpu", "purchase"})
+SELF_HOSTED_KINDS = frozenset({CandidateKind.GPU, CandidateKind.PURCHASE})
 
 
 @dataclass(frozen=True)

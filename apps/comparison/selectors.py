@@ -17,8 +17,11 @@ from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.common import decimals
+from apps.common.provenance import SourceKind
 from apps.comparison import cost_model, mistakes
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
+from apps.quotes import kinds
 from apps.quotes import selectors as quote_selectors
 from apps.quotes.comparison_inputs import normalization_inputs
 from apps.quotes.models import (
@@ -389,12 +392,12 @@ def demand_from_summary(summary: WorkloadSummary) -> cost_model.Demand:
 def input_provenance(item: CandidateFigure) -> cost_model.Provenance:
     if item.source == FigureSource.ESTIMATED:
         return cost_model.Provenance.estimated(item.estimated_by, item.estimate_reason)
-    return cost_model.Provenance(cost_model.ProvenanceKind(item.source), reference=item.reference)
+    return cost_model.Provenance(SourceKind(item.source), reference=item.reference)
 
 
 def _provenance_from(data: dict) -> cost_model.Provenance:
     return cost_model.Provenance(
-        cost_model.ProvenanceKind(data["kind"]), reference=data.get("reference", ""), by=data.get("by", ""),
+        SourceKind(data["kind"]), reference=data.get("reference", ""), by=data.get("by", ""),
         why=data.get("why", ""),
     )
 
@@ -498,7 +501,7 @@ def training_run_for(
     measured cluster throughput and the per-run cost lines. Raises NormalizationError naming the field."""
     cid = str(candidate.pk)
     quote = candidate.quote
-    if quote.billing_model not in ("on_demand", "spot", "reserved"):
+    if quote.billing_model not in (kinds.BillingModel.ON_DEMAND, kinds.BillingModel.SPOT, kinds.BillingModel.RESERVED):
         raise cost_model.NormalizationError(
             cid, "commercial_model", "a training run is priced per GPU-hour: compare GPU rentals for it"
         )
@@ -507,7 +510,7 @@ def training_run_for(
     if values.get("unit_price") is None:
         raise cost_model.NormalizationError(cid, "unit_price", "the quote has no price per hour")
     price = values["unit_price"]
-    if values.get("price_unit") == cost_model.PriceUnit.NODE_HOUR:
+    if values.get("price_unit") == kinds.PriceUnit.NODE_HOUR:
         price = price / quote.gpus_per_node
     provenance = {
         "price_per_gpu_hour": _provenance_from(quoted.provenance["unit_price"]),
@@ -579,7 +582,7 @@ def commitment_months(candidate: Candidate) -> Decimal | None:
     quote = candidate.quote
     if quote.commercial_model == CommercialModel.PURCHASE:
         return D(quote.amortisation_months) if quote.amortisation_months else None
-    if quote.billing_model == "reserved" or quote.commercial_model == CommercialModel.RESERVED:
+    if quote.billing_model == kinds.BillingModel.RESERVED or quote.commercial_model == CommercialModel.RESERVED:
         return D(quote.term_months) if quote.term_months else None
     if quote.commercial_model in (CommercialModel.DEDICATED_CLUSTER, CommercialModel.PRIVATE_CLOUD):
         return D(quote.term_months) if quote.term_months else None
@@ -666,7 +669,7 @@ def predicted_memory_margins(summary: WorkloadSummary, results: list[CandidateRe
         if capacity is None or capacity.total_bytes <= 0:
             continue
         margin = D(capacity.total_bytes - breakdown.total_bytes) / D(capacity.total_bytes)
-        result.predicted_memory_margin = cost_model.significant(margin, 6)
+        result.predicted_memory_margin = decimals.significant(margin, 6)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -680,8 +683,8 @@ def break_even(comparison: Comparison) -> BreakEven:
     def cheapest(results):
         return min(results, key=lambda result: (result.row.effective_unit_cost, result.candidate.pk), default=None)
 
-    reserved = [r for r in rows if r.row.commercial_model is cost_model.CommercialModel.RESERVED and r.row.gpus]
-    on_demand = [r for r in rows if r.row.commercial_model is cost_model.CommercialModel.ON_DEMAND
+    reserved = [r for r in rows if r.row.commercial_model is kinds.BillingModel.RESERVED and r.row.gpus]
+    on_demand = [r for r in rows if r.row.commercial_model is kinds.BillingModel.ON_DEMAND
                  and r.row.hourly_price]
     if reserved and on_demand:
         chosen_reserved = cheapest(reserved)
@@ -694,8 +697,8 @@ def break_even(comparison: Comparison) -> BreakEven:
             on_demand_label=chosen_on_demand.label, on_demand_rate=chosen_on_demand.row.hourly_price,
         )
     months = comparison.demand.period_hours / PERIOD_HOURS if comparison.demand else D(1)
-    purchases = [r for r in rows if r.row.commercial_model is cost_model.CommercialModel.PURCHASE]
-    rentals = [r for r in rows if r.row.kind is cost_model.CandidateKind.GPU]
+    purchases = [r for r in rows if r.row.commercial_model is kinds.BillingModel.PURCHASE]
+    rentals = [r for r in rows if r.row.kind is kinds.CandidateKind.GPU]
     if purchases and rentals:
         bought = cheapest(purchases)
         rented = cheapest(rentals)
@@ -709,8 +712,8 @@ def break_even(comparison: Comparison) -> BreakEven:
             buy_months=result, buy_never_pays=result is None, purchase_label=bought.label, rental_label=rented.label,
             capex=capex, cloud_monthly=cloud, owned_monthly_opex=owned_opex,
         )
-    apis = [r for r in rows if r.row.kind is cost_model.CandidateKind.API]
-    self_hosted = [r for r in rows if r.row.kind is not cost_model.CandidateKind.API]
+    apis = [r for r in rows if r.row.kind is kinds.CandidateKind.API]
+    self_hosted = [r for r in rows if r.row.kind is not kinds.CandidateKind.API]
     if apis and self_hosted:
         api = cheapest(apis)
         hosted = cheapest(self_hosted)

@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scoping import scoped_queryset
 from apps.common.fields import ExactDecimalField
+from apps.common.provenance import SourceKind
 
 
 class FigureMetric(models.TextChoices):
@@ -88,9 +89,9 @@ class CapacityUnit(models.TextChoices):
 
 
 class FigureSource(models.TextChoices):
-    MEASURED = "measured", _("Measured")
-    QUOTED = "quoted", _("Quoted")
-    ESTIMATED = "estimated", _("Estimated")
+    MEASURED = SourceKind.MEASURED.value, _("Measured")
+    QUOTED = SourceKind.QUOTED.value, _("Quoted")
+    ESTIMATED = SourceKind.ESTIMATED.value, _("Estimated")
 
 
 class CandidateFigure(models.Model):

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from apps.common import money
+from apps.common.provenance import SourceKind
 from apps.quotes import selectors
+from apps.quotes.kinds import HOURLY_UNITS, BillingModel
 from apps.quotes.models import (
     NORMALIZATION_COST_KIND,
     Candidate,
@@ -37,12 +39,12 @@ class NormalizationInputs:
 
 
 def _quoted(version: PriceVersion) -> dict:
-    return {"kind": "quoted", "reference": f"price-version:{version.pk}", "by": "", "why": ""}
+    return {"kind": SourceKind.QUOTED, "reference": f"price-version:{version.pk}", "by": "", "why": ""}
 
 
 def _sourced(source: str) -> dict:
     # A non-price figure of the quote (PUE, power draw, preemption rate) cites its own source.
-    return {"kind": "quoted", "reference": source, "by": "", "why": ""}
+    return {"kind": SourceKind.QUOTED, "reference": source, "by": "", "why": ""}
 
 
 def normalization_inputs(candidate: Candidate) -> NormalizationInputs:
@@ -74,11 +76,11 @@ def normalization_inputs(candidate: Candidate) -> NormalizationInputs:
         provenance[name] = _quoted(version)
 
     billing = quote.billing_model
-    if billing in ("on_demand", "spot", "reserved"):
+    if billing in (BillingModel.ON_DEMAND, BillingModel.SPOT, BillingModel.RESERVED):
         if rate is not None:
             values["unit_price"] = rate.amount
             provenance["unit_price"] = _quoted(rate)
-        if quote.price_unit in (PriceUnit.GPU_HOUR, PriceUnit.NODE_HOUR):
+        if quote.price_unit in HOURLY_UNITS:
             values["price_unit"] = str(quote.price_unit)
         if quote.billing_granularity_seconds:
             values["billing_granularity_hours"] = money.divide(quote.billing_granularity_seconds, SECONDS_PER_HOUR)
@@ -87,18 +89,18 @@ def normalization_inputs(candidate: Candidate) -> NormalizationInputs:
         if quote.term_months:
             values["commitment_months"] = Decimal(quote.term_months)
             provenance["commitment_months"] = _sourced(f"quote:{quote.pk}")
-    if billing == "reserved":
+    if billing == BillingModel.RESERVED:
         values["committed_hours"] = quote.committed_hours_per_month
         provenance["committed_hours"] = _sourced(f"quote:{quote.pk}")
         price("overage_price", PriceComponent.OVERAGE_RATE)
-    if billing == "spot":
+    if billing == BillingModel.SPOT:
         if quote.spot_preemption_rate_per_hour is not None:
             values["spot_preemptions_per_hour"] = quote.spot_preemption_rate_per_hour
             provenance["spot_preemptions_per_hour"] = _sourced(quote.spot_preemption_source)
         if candidate.spot_rework_hours is not None:
             values["spot_rework_hours"] = candidate.spot_rework_hours
             provenance["spot_rework_hours"] = _sourced(candidate.spot_rework_source)
-    if billing == "purchase":
+    if billing == BillingModel.PURCHASE:
         if rate is not None:
             values["capex_per_node"] = rate.amount
             provenance["capex_per_node"] = _quoted(rate)
@@ -113,7 +115,7 @@ def normalization_inputs(candidate: Candidate) -> NormalizationInputs:
         price("maintenance_per_node_year", PriceComponent.MAINTENANCE_PER_NODE_YEAR)
         if PriceComponent.SPARES_PER_NODE in prices:
             result.problems.append("spares per node are recorded but phase 4 has no input for them")
-    if billing == "api":
+    if billing == BillingModel.API:
         price("api_input_price_per_million", PriceComponent.INPUT_TOKENS)
         price("api_output_price_per_million", PriceComponent.OUTPUT_TOKENS)
         price("minimum_commitment", PriceComponent.MINIMUM_COMMITMENT)
@@ -136,13 +138,13 @@ def normalization_inputs(candidate: Candidate) -> NormalizationInputs:
             continue
         if line.is_estimate:
             line_provenance = {
-                "kind": "estimated",
+                "kind": SourceKind.ESTIMATED,
                 "reference": "",
                 "by": line.estimated_by.get_username() if line.estimated_by else "",
                 "why": line.estimate_reason,
             }
         else:
-            line_provenance = {"kind": "quoted", "reference": f"cost-line:{line.pk}", "by": "", "why": ""}
+            line_provenance = {"kind": SourceKind.QUOTED, "reference": f"cost-line:{line.pk}", "by": "", "why": ""}
         result.cost_lines.append(
             {
                 "kind": NORMALIZATION_COST_KIND[line.kind],

@@ -21,6 +21,8 @@ from django.utils.translation import gettext_lazy as _
 from apps.accounts.scoping import TeamScopedQuerySet, scoped_queryset
 from apps.common import money
 from apps.common.fields import ExactDecimalField
+from apps.quotes import kinds
+from apps.quotes.kinds import USAGE_UNITS
 
 CURRENCY_CHOICES = [(code, code) for code in money.CURRENCY_CODES]
 
@@ -44,16 +46,11 @@ COMMITTED_MODELS = frozenset(
 
 
 class PriceUnit(models.TextChoices):
-    GPU_HOUR = "gpu_hour", _("per GPU-hour")
-    NODE_HOUR = "node_hour", _("per node-hour")
-    MILLION_TOKENS = "million_tokens", _("per 1M tokens (input and output priced apart)")
-    REQUEST = "request", _("per request")
-    NODE_PURCHASE = "node_purchase", _("per node bought")
-
-
-HOURLY_UNITS = frozenset({PriceUnit.GPU_HOUR, PriceUnit.NODE_HOUR})
-#: The price units a model/API route or a managed endpoint may use; every other model rents or buys GPUs.
-USAGE_UNITS = frozenset({PriceUnit.MILLION_TOKENS, PriceUnit.REQUEST})
+    GPU_HOUR = kinds.PriceUnit.GPU_HOUR.value, _("per GPU-hour")
+    NODE_HOUR = kinds.PriceUnit.NODE_HOUR.value, _("per node-hour")
+    MILLION_TOKENS = kinds.PriceUnit.MILLION_TOKENS.value, _("per 1M tokens (input and output priced apart)")
+    REQUEST = kinds.PriceUnit.REQUEST.value, _("per request")
+    NODE_PURCHASE = kinds.PriceUnit.NODE_PURCHASE.value, _("per node bought")
 
 
 class PaymentOption(models.TextChoices):
@@ -836,9 +833,9 @@ class StalePriceFlag(models.Model):
 
 
 class CandidateKind(models.TextChoices):
-    GPU = "gpu", _("GPU rental")
-    PURCHASE = "purchase", _("Purchase option")
-    API = "api", _("Model/API route")
+    GPU = kinds.CandidateKind.GPU.value, _("GPU rental")
+    PURCHASE = kinds.CandidateKind.PURCHASE.value, _("Purchase option")
+    API = kinds.CandidateKind.API.value, _("Model/API route")
 
 
 def candidate_kind_for(quote: Quote) -> str:

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 
 from apps.common import money
 from apps.quotes.freshness import Freshness, FreshnessStatus, price_freshness, worst
+from apps.quotes.kinds import HOURLY_UNITS
 from apps.quotes.models import (
     COMMITTED_MODELS,
     AnswerStatus,
@@ -267,7 +268,7 @@ def commitment_of(quote: Quote, prices: dict[str, PriceVersion] | None = None) -
     committed_hours = Decimal(0)
     if quote.commercial_model in COMMITTED_MODELS and quote.committed_hours_per_month and rate is not None:
         units = quote.gpus_quoted if quote.price_unit == PriceUnit.GPU_HOUR else quote.node_count
-        if quote.price_unit in (PriceUnit.GPU_HOUR, PriceUnit.NODE_HOUR):
+        if quote.price_unit in HOURLY_UNITS:
             committed_hours = money.multiply(quote.committed_hours_per_month, rate.amount, units, months)
     return max(committed_minimum, committed_hours)
 

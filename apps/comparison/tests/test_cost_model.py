@@ -9,6 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apps.common.decimals import significant
+from apps.common.money import round_to_minor_unit
+from apps.common.provenance import SourceKind
 from apps.comparison.cost_model import (
     DECIMAL_CONTEXT,
     CandidateInput,
@@ -18,7 +21,6 @@ from apps.comparison.cost_model import (
     ExchangeRate,
     NormalizationError,
     Provenance,
-    ProvenanceKind,
     TrainingRun,
     api_vs_self_host_tokens_per_month,
     blended_api_price_per_million,
@@ -26,9 +28,7 @@ from apps.comparison.cost_model import (
     media_cost_per_accepted_asset,
     normalize,
     reserve_vs_on_demand_utilisation,
-    round_money,
     sensitivity,
-    significant,
     training_run_cost,
 )
 from apps.comparison.tests.worked_example import (
@@ -79,8 +79,8 @@ def test_worked_example_a_on_demand_h100():
     assert row.failure_waste == D("65.70")
     assert row.total_cost == D("8555.70")
     assert row.effective_unit_cost == D("0.000427785")
-    assert round_money(row.idle_capacity) == D("3236.67")
-    assert round_money(row.productive_capacity) == D("3333.33")
+    assert round_to_minor_unit(row.idle_capacity, "USD") == D("3236.67")
+    assert round_to_minor_unit(row.productive_capacity, "USD") == D("3333.33")
     assert row.hourly_price == D("3.00")
 
 
@@ -93,7 +93,7 @@ def test_worked_example_b_reserved_h200():
     assert row.failure_waste == D("51.10")
     assert row.total_cost == D("7081.10")
     assert row.effective_unit_cost == D("0.000354055")
-    assert round_money(row.idle_capacity) == D("2949.51")
+    assert round_to_minor_unit(row.idle_capacity, "USD") == D("2949.51")
     assert row.hourly_price == D("3.50")
 
 
@@ -152,7 +152,7 @@ def test_every_figure_names_its_sources():
     assert Provenance.quoted("storage-quote-4") in row.provenance["storage_network"]
     assert Provenance.measured("job-102") in row.provenance["failure_waste"]
     assert {p.kind for p in row.provenance["effective_unit_cost"]} == {
-        ProvenanceKind.QUOTED, ProvenanceKind.MEASURED, ProvenanceKind.ESTIMATED}
+        SourceKind.QUOTED, SourceKind.MEASURED, SourceKind.ESTIMATED}
 
 
 def test_notes_report_latency_against_target_memory_margin_and_acceptance():
@@ -241,7 +241,7 @@ def test_minimum_commitment_tops_up_gpu_cost_as_idle():
     row = one_row(realtime_demand(), candidate_a(minimum_commitment=D("8000.00"), provenance=provenance))
     assert row.gpu_cost == D("8000.00")
     assert row.gpu_cost_parts["minimum_commitment_top_up"] == D("1430.00")
-    assert round_money(row.idle_capacity) == D("4666.67")  # 3,236.67 + the 1,430.00 top-up
+    assert round_to_minor_unit(row.idle_capacity, "USD") == D("4666.67")  # 3,236.67 + the 1,430.00 top-up
     assert row.retry_waste == D("80.00")
 
 
@@ -326,6 +326,8 @@ def test_other_currency_is_converted_at_the_stated_rate():
      "capacity_at_slo_per_gpu"),
     (lambda: candidate_a(api_input_price_per_million=D(1)), "A", "api_input_price_per_million"),
     (lambda: candidate_a(commercial_model="purchase"), "A", "commercial_model"),
+    (lambda: candidate_a(price_unit="million_tokens"), "A", "price_unit"),
+    (lambda: candidate_a(price_unit="per_fortnight"), "A", "price_unit"),
     (lambda: candidate_a(capacity_at_slo_per_gpu=None), "A", "capacity_at_slo_per_gpu"),
     (lambda: candidate_a(cost_lines=(CostLine(CostKind.STORAGE, D(-5), QUOTE_A),)), "A", "cost_lines[0].unit_price"),
     (lambda: purchase_candidate(pue=D("0.9")), "P", "pue"),
@@ -468,13 +470,6 @@ def test_sensitivity_moves_the_api_route_with_price_and_acceptance():
     assert bars["acceptance"].low > bars["acceptance"].base
     spreads = [bar.spread for bar in sensitivity(realtime_demand(), candidate_c())]
     assert spreads == sorted(spreads, reverse=True)
-
-
-def test_round_money_only_for_display():
-    assert round_money(D("0.005")) == D("0.01")
-    assert round_money(D("1234.5"), "JPY") == D(1235)
-    with pytest.raises(NormalizationError):
-        round_money(D(1), "QQQ")
 
 
 # --- properties -------------------------------------------------------------------------------------------------

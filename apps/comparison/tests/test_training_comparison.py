@@ -8,6 +8,7 @@ import openpyxl
 import pytest
 from django.urls import reverse
 
+from apps.common import money
 from apps.comparison import cost_model
 from apps.comparison.exports import TABLE_SHEET
 from apps.comparison.selectors import comparison_for
@@ -78,7 +79,7 @@ def test_cost_per_completed_run_on_the_page_and_in_the_api(client, platform_user
 
     page = client.get(reverse("comparison:comparison", args=[summary.pk])).content.decode()
     assert "Cost per completed training run" in page
-    shown = f"{cost_model.round_money(expected_a, 'USD'):,}"
+    shown = f"{money.round_to_minor_unit(expected_a, 'USD'):,}"
     assert shown in page.split(f'id="candidate-{a.pk}"')[1].split("</tr>")[0]
     # B's half-size cluster takes 496 h instead of 231 h, yet costs less per completed run (≈ 11,977 vs 12,859).
     assert expected_b < expected_a

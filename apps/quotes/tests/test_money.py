@@ -17,6 +17,8 @@ def test_minor_units_follow_iso_4217(code, units):
 def test_unknown_currency_is_refused():
     with pytest.raises(money.MoneyError):
         money.minor_units("QQQ")
+    with pytest.raises(money.MoneyError):
+        money.round_to_minor_unit("1", "QQQ")
     assert not money.is_currency("ABC")
 
 
@@ -60,6 +62,7 @@ def test_a_rate_must_be_positive():
 
 def test_totals_round_to_the_minor_unit_only_when_shown():
     assert money.round_to_minor_unit("1234.565", "USD") == Decimal("1234.57")
+    assert money.round_to_minor_unit("0.005", "USD") == Decimal("0.01")
     assert money.round_to_minor_unit("1234.5", "JPY") == Decimal("1235")
     assert money.round_to_minor_unit("1.23456", "KWD") == Decimal("1.235")
     assert money.round_to_minor_unit("987654321098765432.125", "IDR") == Decimal("987654321098765432.13")

@@ -10,6 +10,7 @@ from decimal import Decimal
 from apps.comparison import cost_model
 from apps.quotes import services
 from apps.quotes.comparison_inputs import normalization_inputs
+from apps.quotes.kinds import CandidateKind
 from apps.quotes.models import CommercialModel, CostKind, PriceUnit
 from apps.quotes.tests.conftest import answer_base_tier
 from apps.quotes.tests.factories import GpuFactory
@@ -91,4 +92,4 @@ def test_an_api_route_hands_over_its_token_prices(team, vendor, ready_workload, 
         Decimal("0.40"), Decimal("1.60"),
     )
     built = candidate_input(inputs, mean_input_tokens=Decimal("800"), mean_output_tokens=Decimal("300"))
-    assert built.kind == cost_model.CandidateKind.API
+    assert built.kind is CandidateKind.API
