@@ -38,3 +38,43 @@ def results_for_user(user) -> QuerySet[Result]:
 
 def job_current_attempt(job: Job):
     return job.attempts.select_related("agent").order_by("-number").first()
+
+
+def cited_job_results(team, job_ids: list[int]) -> list[dict]:
+    """The canonical result of each cited job with its acceptance criteria and the artifacts behind it, as a decision
+    record freezes them (plain data: the keys are part of every frozen snapshot, never rename them)."""
+    if not job_ids:
+        return []
+    jobs = (
+        Job.objects.for_team(team)
+        .filter(pk__in=job_ids)
+        .prefetch_related("results__artifacts")
+        .order_by("pk")
+    )
+    found = []
+    for job in jobs:
+        canonical = next((result for result in job.results.all() if result.canonical), None)
+        entry = {
+            "job_id": job.pk,
+            "kind": job.kind,
+            "status": job.status,
+            "spec_sha256": job.spec_sha256,
+            "acceptance_criteria": job.acceptance_criteria,
+            "result": None,
+        }
+        if canonical is not None:
+            entry["result"] = {
+                "id": canonical.pk,
+                "status": canonical.status,
+                "summary": canonical.summary,
+                "finished_at": canonical.finished_at,
+                "spec_sha256": canonical.spec_sha256,
+                "acceptance_criteria": canonical.acceptance_criteria,
+                "agent_version": canonical.agent_version,
+                "artifacts": [
+                    {"id": artifact.pk, "sha256": artifact.sha256, "name": artifact.name, "size": artifact.size}
+                    for artifact in sorted(canonical.artifacts.all(), key=lambda artifact: artifact.pk)
+                ],
+            }
+        found.append(entry)
+    return found

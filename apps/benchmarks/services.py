@@ -990,3 +990,13 @@ def artifact_set_pinned(*, artifact: Artifact, pinned: bool, actor=None) -> Arti
     record_change(actor=actor, instance=artifact, action="update", before=before,
                   after=model_snapshot(artifact, ["id", "pinned"]), team=artifact.job.team)
     return artifact
+
+
+def artifacts_pin(*, actor, team, artifact_ids) -> int:
+    """Pin every one of the team's artifacts among `artifact_ids` that is still stored and not yet pinned (a decision
+    record pins what its snapshot cites, so the retention purge never deletes it); returns how many were pinned."""
+    pinned = 0
+    for artifact in Artifact.objects.for_team(team).filter(pk__in=artifact_ids, pinned=False, purged_at__isnull=True):
+        artifact_set_pinned(artifact=artifact, pinned=True, actor=actor)
+        pinned += 1
+    return pinned

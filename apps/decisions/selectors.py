@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from apps.audit.services import model_snapshot
+from apps.benchmarks import selectors as benchmark_selectors
 from apps.comparison import selectors as comparison_selectors
 from apps.decisions.models import (
     ApprovalStage,
@@ -31,9 +32,10 @@ from apps.decisions.models import (
 from apps.decisions.snapshot import canonical_json, comparison_from_data, comparison_to_data, plain, sha256_of
 from apps.quotes import selectors as quote_selectors
 from apps.quotes.freshness import FreshnessStatus
-from apps.quotes.models import Candidate, CostLine, PriceVersion
+from apps.quotes.models import Candidate, CostLine, ExchangeRate, PriceVersion
 from apps.workloads.models import Status as WorkloadStatus
 from apps.workloads.models import WorkloadSummary
+from apps.workloads.selectors import catalog_gpus
 
 #: Bumped when the layout of the snapshot changes; a record renders with the layout it was frozen with.
 SNAPSHOT_FORMAT = 1
@@ -196,49 +198,7 @@ def job_ids_cited(inputs: Mapping[str, Any]) -> list[int]:
     return sorted(ids)
 
 
-def _benchmark_results(team, job_ids: list[int]) -> list[dict]:
-    """The canonical result of each cited job with its acceptance criteria and the artifacts behind it."""
-    if not job_ids:
-        return []
-    from apps.benchmarks.models import Job
-
-    jobs = (
-        Job.objects.for_team(team)
-        .filter(pk__in=job_ids)
-        .prefetch_related("results__artifacts")
-        .order_by("pk")
-    )
-    found = []
-    for job in jobs:
-        canonical = next((result for result in job.results.all() if result.canonical), None)
-        entry = {
-            "job_id": job.pk,
-            "kind": job.kind,
-            "status": job.status,
-            "spec_sha256": job.spec_sha256,
-            "acceptance_criteria": job.acceptance_criteria,
-            "result": None,
-        }
-        if canonical is not None:
-            entry["result"] = {
-                "id": canonical.pk,
-                "status": canonical.status,
-                "summary": canonical.summary,
-                "finished_at": canonical.finished_at,
-                "spec_sha256": canonical.spec_sha256,
-                "acceptance_criteria": canonical.acceptance_criteria,
-                "agent_version": canonical.agent_version,
-                "artifacts": [
-                    {"id": artifact.pk, "sha256": artifact.sha256, "name": artifact.name, "size": artifact.size}
-                    for artifact in sorted(canonical.artifacts.all(), key=lambda artifact: artifact.pk)
-                ],
-            }
-        found.append(entry)
-    return found
-
-
 def _catalog_memory(candidates: list[Candidate]) -> list[dict]:
-    from apps.workloads.selectors import catalog_gpus
 
     gpu_ids = sorted({candidate.quote.gpu_id for candidate in candidates if candidate.quote.gpu_id})
     if not gpu_ids:
@@ -296,7 +256,6 @@ def collect_inputs(summary: WorkloadSummary, comparison: comparison_selectors.Co
         reference = rate.provenance.reference
         if reference.startswith("exchange-rate:"):
             rate_ids.append(int(reference.split(":", 1)[1]))
-    from apps.quotes.models import ExchangeRate
 
     rates = [_stable(rate) for rate in ExchangeRate.objects.filter(pk__in=rate_ids).order_by("pk")]
     inputs = {
@@ -309,7 +268,7 @@ def collect_inputs(summary: WorkloadSummary, comparison: comparison_selectors.Co
         "catalog_memory": _catalog_memory(candidates),
         "acceptance_criteria": {name: getattr(summary, name) for name in ACCEPTANCE_FIELDS},
     }
-    inputs["benchmark_results"] = _benchmark_results(summary.team, job_ids_cited(inputs))
+    inputs["benchmark_results"] = benchmark_selectors.cited_job_results(summary.team, job_ids_cited(inputs))
     return plain(inputs)
 
 

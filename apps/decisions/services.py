@@ -24,6 +24,7 @@ from apps.accounts.models import Team
 from apps.accounts.roles import Role, has_role
 from apps.audit.models import ObjectChange
 from apps.audit.services import model_snapshot, record_change
+from apps.benchmarks import services as benchmark_services
 from apps.common.errors import Conflict
 from apps.decisions import notifications, selectors
 from apps.decisions.models import (
@@ -263,16 +264,7 @@ def _reviewers_of(record: DecisionRecord, kind: str) -> list:
 
 def _pin_artifacts(*, actor, team: Team, artifact_ids: tuple[int, ...]) -> int:
     """Pin every benchmark artifact the snapshot cites, so the retention purge never deletes it."""
-    if not artifact_ids:
-        return 0
-    from apps.benchmarks import services as benchmark_services
-    from apps.benchmarks.models import Artifact
-
-    pinned = 0
-    for artifact in Artifact.objects.for_team(team).filter(pk__in=artifact_ids, pinned=False, purged_at__isnull=True):
-        benchmark_services.artifact_set_pinned(artifact=artifact, pinned=True, actor=actor)
-        pinned += 1
-    return pinned
+    return benchmark_services.artifacts_pin(actor=actor, team=team, artifact_ids=artifact_ids)
 
 
 def _withdraw_round(record: DecisionRecord, proposal_round: int, now: datetime.datetime) -> list[ApprovalStage]:
