@@ -23,6 +23,10 @@ from django.utils.translation import gettext_lazy
 
 from apps.benchmarks.models import BenchmarkPlan, Result, ResultStatus
 from apps.benchmarks.services import plan_create
+from apps.catalog.models import GpuModel, SpecKey
+from apps.catalog.selectors import usable_memory_bytes
+from apps.catalog.services import gpu_spec_set
+from apps.fleet.models import Agent, AgentPool
 from apps.workloads import estimates, rules
 from apps.workloads.memory.breakdown import DEFAULT_SAFETY_MARGIN_FRACTION
 from apps.workloads.memory.capacity import Capacity, fit
@@ -30,6 +34,7 @@ from apps.workloads.memory.errors import ShapeError
 from apps.workloads.memory.inference import MAX_CONCURRENT_SESSIONS, MAX_CONTEXT_TOKENS, InferenceRequest
 from apps.workloads.memory.shapes import ModelShape
 from apps.workloads.memory.training import TrainingRequest
+from apps.workloads.selectors import CAPACITY_SOURCES
 
 MEMORY_FIT_KIND = "memory_fit"
 DEVICES = ("auto", "cuda", "cpu")
@@ -502,8 +507,6 @@ def candidate_estimate_plan(candidate) -> estimates.EstimatePlan:
 
 def candidate_capacity(candidate) -> Capacity | None:
     """The usable memory of the quote's GPU as the estimator takes it (catalog usable MiB, else datasheet)."""
-    from apps.catalog.selectors import usable_memory_bytes
-    from apps.workloads.selectors import CAPACITY_SOURCES
 
     usable = usable_memory_bytes(candidate.quote.gpu)
     if usable is None or usable.bytes <= 0:
@@ -579,8 +582,6 @@ def device_memory_source(result: Result, reading: MemoryFitReading) -> str:
 def record_device_memory(*, result: Result):
     """Record the usable memory NVML reported in the catalog entry of the job's GPU (through gpu_spec_set, which
     keeps the old figure in the audit log). CPU results and results without an NVML figure change nothing."""
-    from apps.catalog.models import GpuModel, SpecKey
-    from apps.catalog.services import gpu_spec_set
 
     if not isinstance(result.result, dict):
         return None
@@ -644,7 +645,6 @@ class MemoryFitPlanForm(forms.Form):
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
-        from apps.fleet.models import Agent, AgentPool
 
         self.fields["target_pool"].queryset = AgentPool.objects.for_team(team).filter(is_active=True)
         self.fields["target_agent"].queryset = Agent.objects.filter(pool__team=team, revoked_at__isnull=True)

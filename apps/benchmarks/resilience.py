@@ -26,6 +26,8 @@ from apps.benchmarks import resilience_figures as figures
 from apps.benchmarks.models import Result, ResultStatus
 from apps.benchmarks.storage import artifact_storage
 from apps.benchmarks.throughput import candidate_of
+from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
+from apps.evidence.services import candidate_figure_set
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +41,6 @@ MAX_RECORDS_BYTES = 256 * 2**20
 
 
 def _metric(name: str) -> str:
-    from apps.evidence.models import FigureMetric
 
     return {
         "retry_rate": FigureMetric.RETRY_RATE,
@@ -54,7 +55,6 @@ def _metric(name: str) -> str:
 
 def metric_label(name: str) -> str:
     """The phase-4 input's own label (translated) for a figure's name; the name itself when it has none."""
-    from apps.evidence.models import FigureMetric
 
     try:
         return str(FigureMetric(_metric(name)).label)
@@ -67,8 +67,6 @@ def metric_label(name: str) -> str:
 
 def store_on_candidate(result: Result, kind: str, phase4: dict[str, Any], *, caveat: str = "") -> dict[str, Any]:
     """Write the computed figures on the candidate's phase-4 inputs; returns what was stored and what was not."""
-    from apps.evidence.models import FigureSource
-    from apps.evidence.services import candidate_figure_set
 
     candidate = candidate_of(result)
     report: dict[str, Any] = {"candidate_id": candidate.pk if candidate else None, "stored": [],
@@ -104,7 +102,6 @@ def _steady_state_failure_rate(candidate) -> str | None:
     rate as the steady waste of every hour, so a phase-2 figure is never replaced by a phase-3 one (whatever order the
     results are ingested in); phase 3's stands only where no steady-state figure exists."""
     from apps.benchmarks.models import Job
-    from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 
     current = CandidateFigure.objects.filter(candidate=candidate, metric=FigureMetric.FAILURE_RATE,
                                          source=FigureSource.MEASURED).first()

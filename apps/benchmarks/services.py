@@ -48,6 +48,7 @@ from apps.fleet.conf import protocol_settings
 from apps.fleet.errors import ProtocolError
 from apps.fleet.models import Agent, AgentPool, AgentStatus, InventorySource
 from apps.fleet.services import agent_mark_lost_if_silent, agent_touch, agents_mark_offline, record_inventory
+from apps.quotes.models import Candidate
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +210,6 @@ def plan_dispatch(*, plan_id: int, now: datetime | None = None) -> int:
 
 
 def _team_candidate_id(team_id: int, candidate_id: Any) -> int | None:
-    from apps.quotes.models import Candidate
 
     if not isinstance(candidate_id, int) or isinstance(candidate_id, bool):
         return None

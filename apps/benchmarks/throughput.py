@@ -31,6 +31,8 @@ from dossier_agent.contract.load_spec import LoadSpec, level_spec
 from apps.benchmarks.models import Result, ResultStatus
 from apps.benchmarks.storage import artifact_storage
 from apps.common.decimals import from_float
+from apps.evidence.models import CandidateFigure, CapacityUnit, FigureMetric, FigureSource
+from apps.evidence.services import candidate_figure_set
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +170,6 @@ def candidate_of(result: Result):
 
 
 def _gpus_under_test(result: Result, candidate) -> tuple[int | None, str]:
-    from apps.evidence.models import CandidateFigure, FigureMetric
 
     per_replica = CandidateFigure.objects.filter(candidate=candidate, metric=FigureMetric.GPUS_PER_REPLICA).first()
     if per_replica is not None and per_replica.value > 0:
@@ -181,8 +182,6 @@ def _gpus_under_test(result: Result, candidate) -> tuple[int | None, str]:
 
 def store_on_candidate(result: Result, measured: dict[str, Any]) -> dict[str, Any]:
     """Write the measured figures on the candidate's phase-4 inputs; returns what was stored and what was not."""
-    from apps.evidence.models import CapacityUnit, FigureMetric, FigureSource
-    from apps.evidence.services import candidate_figure_set
 
     candidate = candidate_of(result)
     if candidate is None:

@@ -27,6 +27,7 @@ from apps.benchmarks.selectors import (
 from apps.benchmarks.services import PlanError, job_cancel, plan_create, plan_request_dispatch
 from apps.benchmarks.storage import artifact_storage
 from apps.fleet.selectors import agent_get
+from apps.quotes.selectors import candidates_for
 
 OPERATOR_ROLES = (Role.PLATFORM, Role.ADMIN)
 POLL_EVERY = "2s"
@@ -180,7 +181,6 @@ def artifact_download(request, pk: int):
 def memory_fit_plan_create_view(request, candidate_pk: int):
     """Phase 1 planned from the candidate's workload version: the derived target, editable, then a plan."""
     from apps.benchmarks import memory_fit
-    from apps.quotes.selectors import candidates_for
 
     require_role(request, *OPERATOR_ROLES)
     candidate = get_object_or_404(candidates_for(request.user), pk=candidate_pk)

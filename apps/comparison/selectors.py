@@ -33,7 +33,10 @@ from apps.quotes.models import (
     CostPeriod,
     PriceVersion,
 )
+from apps.workloads import estimates
+from apps.workloads.memory.errors import ShapeError
 from apps.workloads.models import OperatingMode, WorkloadSummary, WorkloadType
+from apps.workloads.selectors import catalog_gpus
 
 D = Decimal
 ZERO = D(0)
@@ -648,9 +651,6 @@ def rule_results(situation: mistakes.Situation, labels: dict[str, str]) -> list[
 
 def predicted_memory_margins(summary: WorkloadSummary, results: list[CandidateResult]) -> None:
     """The memory estimator's margin on each self-hosted candidate's GPU: 1 − need per GPU ÷ usable memory."""
-    from apps.workloads import estimates
-    from apps.workloads.memory.errors import ShapeError
-    from apps.workloads.selectors import catalog_gpus
 
     fleet = [result for result in results if result.is_fleet and result.candidate.quote.gpu_id]
     if not fleet:

@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.fleet.models import AgentCommand, AgentPool
+from apps.quotes.models import Candidate
 
 
 class PoolForm(forms.ModelForm):
@@ -39,7 +40,6 @@ class CandidateLinkForm(forms.Form):
                                        help_text=_("The quoted node this agent runs on; empty to unlink."))
 
     def __init__(self, *args, team, **kwargs):
-        from apps.quotes.models import Candidate
 
         super().__init__(*args, **kwargs)
         self.fields["candidate"].queryset = Candidate.objects.for_team(team).select_related("quote")

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.audit.services import model_snapshot, record_change
+from apps.catalog.models import SpecKey
 from apps.fleet import protocol
 from apps.fleet.conf import protocol_settings
 from apps.fleet.errors import ProtocolError
@@ -284,7 +285,6 @@ def expected_node_for(candidate) -> tuple[ExpectedNode, dict[str, Any]]:
     Memory per GPU: the catalog's usable MiB where recorded (what the driver reports), else the quote's GB, else the
     datasheet GB — datasheet HBM "GB" are close to GiB, so they count as 1024 MiB each (checked with 5 % tolerance).
     """
-    from apps.catalog.models import SpecKey
 
     quote = candidate.quote
     gpu = quote.gpu
