@@ -7,8 +7,8 @@ from django.conf import settings
 from django.urls import reverse
 
 from apps.benchmarks import tasks
-from tests.agent_server.test_throughput_ingest import api, run_and_finish, run_spec  # noqa: F401 - fixture
 from apps.comparison.tests.builders import gpu_candidate, measured, workload
+from tests.agent_server.test_throughput_ingest import api, run_and_finish, run_spec  # noqa: F401 - fixture
 from tests.i18n_tools import untranslated_text
 from tests.test_translations import extracted, pseudo_locale  # noqa: F401 - the pseudo-locale's fixtures
 
