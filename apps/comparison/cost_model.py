@@ -64,6 +64,10 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+# The inputs carry where each figure comes from; that vocabulary has its one home in the pure provenance module.
+from apps.common.provenance import Provenance as Provenance
+from apps.common.provenance import ProvenanceKind as ProvenanceKind
+
 SECONDS_PER_HOUR = Decimal(3600)
 HOURS_PER_MONTH = Decimal(730)  # 8,760 hours a year ÷ 12: the month the guide and the quotes use
 MONTHS_PER_YEAR = Decimal(12)
@@ -149,44 +153,6 @@ KINDS_OF_MODEL = {
     CommercialModel.PURCHASE: CandidateKind.PURCHASE,
     CommercialModel.API: CandidateKind.API,
 }
-
-
-class ProvenanceKind(StrEnum):
-    MEASURED = "measured"
-    QUOTED = "quoted"
-    ESTIMATED = "estimated"
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where a figure comes from: measured (benchmark job id), quoted (price version id) or estimated (by, why)."""
-
-    kind: ProvenanceKind
-    reference: str = ""
-    by: str = ""
-    why: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", ProvenanceKind(self.kind))
-        if self.kind in (ProvenanceKind.MEASURED, ProvenanceKind.QUOTED) and not self.reference:
-            raise ValueError(f"a {self.kind} figure needs its reference (job id or price version id)")
-        if self.kind is ProvenanceKind.ESTIMATED and not (self.by and self.why):
-            raise ValueError("an estimated figure needs who estimated it and why")
-
-    @classmethod
-    def measured(cls, job_id: str | int) -> Provenance:
-        return cls(ProvenanceKind.MEASURED, reference=str(job_id))
-
-    @classmethod
-    def quoted(cls, price_version_id: str | int) -> Provenance:
-        return cls(ProvenanceKind.QUOTED, reference=str(price_version_id))
-
-    @classmethod
-    def estimated(cls, by: str, why: str) -> Provenance:
-        return cls(ProvenanceKind.ESTIMATED, by=by, why=why)
-
-    def to_dict(self) -> dict[str, str]:
-        return {"kind": str(self.kind), "reference": self.reference, "by": self.by, "why": self.why}
 
 
 def _decimal(candidate: str | None, name: str, value: Any) -> Decimal:
