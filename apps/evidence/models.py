@@ -7,16 +7,15 @@ Figures are exact Decimals stored as text (apps.common.fields.ExactDecimalField)
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scoping import scoped_queryset
 from apps.common.fields import ExactDecimalField
+from apps.common.models import EnteredByModel, HistoryLinkedModel
 
 
 class FigureMetric(models.TextChoices):
@@ -93,7 +92,7 @@ class FigureSource(models.TextChoices):
     ESTIMATED = "estimated", _("Estimated")
 
 
-class CandidateFigure(models.Model):
+class CandidateFigure(EnteredByModel, HistoryLinkedModel):
     """One figure of one candidate (capacity, latency, failure rate…), with where it comes from.
 
     measured: `reference` names the benchmark job (e.g. "job:42"); quoted: `reference` names the quote document or
@@ -121,15 +120,6 @@ class CandidateFigure(models.Model):
     )
     estimated_by = models.CharField(_("estimated by"), max_length=200, blank=True)
     estimate_reason = models.TextField(_("why this estimate"), blank=True)
-    entered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("entered by"),
-    )
-    entered_at = models.DateTimeField(_("entered at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     objects = scoped_queryset("candidate__team").as_manager()
@@ -166,9 +156,6 @@ class CandidateFigure(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("evidence:candidate-figures", args=[self.candidate_id])
-
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
 
     def clean(self):
         errors: dict[str, list] = {}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -19,6 +18,11 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from apps.accounts.scoping import TeamScopedQuerySet
+from apps.common.models import (
+    TeamOwnedModel,
+    team_foreign_key,
+    user_foreign_key,
+)
 from apps.workloads import rules
 from apps.workloads.memory import inference, precisions, shapes, training
 
@@ -177,23 +181,10 @@ MAX_SESSIONS = inference.MAX_CONCURRENT_SESSIONS
 MAX_LATENCY_MS = 3_600_000  # one hour: anything slower is not a latency target
 
 
-class Workload(models.Model):
+class Workload(TeamOwnedModel):
     """The lineage of a workload summary: one team's workload across all its versions."""
 
-    team = models.ForeignKey(
-        "accounts.Team", on_delete=models.PROTECT, related_name="workloads", verbose_name=_("team")
-    )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("created by"),
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-
-    objects = TeamScopedQuerySet.as_manager()
+    team = team_foreign_key("workloads")
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -222,15 +213,13 @@ class WorkloadSummaryQuerySet(TeamScopedQuerySet):
         return self.filter(~Exists(newer))
 
 
-class WorkloadSummary(models.Model):
+class WorkloadSummary(TeamOwnedModel):
     """One version of a workload summary: the eight fields of step 1, its decision metric, and its status."""
 
     workload = models.ForeignKey(
         Workload, on_delete=models.PROTECT, related_name="versions", verbose_name=_("workload")
     )
-    team = models.ForeignKey(
-        "accounts.Team", on_delete=models.PROTECT, related_name="workload_summaries", verbose_name=_("team")
-    )
+    team = team_foreign_key("workload_summaries")
     version = models.PositiveIntegerField(_("version number"), default=1)
     status = models.CharField(_("readiness status"), max_length=10, choices=Status.choices, default=Status.DRAFT)
     name = models.CharField(_("name"), max_length=200, help_text=_("What the workload is, e.g. “support chat”."))
@@ -482,24 +471,8 @@ class WorkloadSummary(models.Model):
     decision_metric = models.CharField(_("decision metric"), max_length=40, choices=DecisionMetric.choices, blank=True)
     decision_metric_reason = models.TextField(_("why this metric"), blank=True)
 
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("created by"),
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
-    ready_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("marked ready by"),
-    )
+    ready_by = user_foreign_key(_("marked ready by"))
     ready_at = models.DateTimeField(_("marked ready at"), null=True, blank=True)
 
     objects = WorkloadSummaryQuerySet.as_manager()
@@ -564,9 +537,6 @@ class WorkloadSummary(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("workloads:detail", args=[self.pk])
-
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
 
     # -- state -------------------------------------------------------------------------------------------------------
 
