@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from apps.common.models import EnteredByModel, HistoryLinkedModel
+from apps.common.models import EnteredByModel, HistoryLinkedModel, sourced_constraint
 
 
 class FormFactor(models.TextChoices):
@@ -139,10 +139,10 @@ class GpuSpec(EnteredByModel, HistoryLinkedModel):
         constraints = [
             models.UniqueConstraint(fields=["gpu", "key"], name="catalog_gpuspec_unique_gpu_key"),
             models.CheckConstraint(condition=Q(value__gte=0), name="catalog_gpuspec_value_not_negative"),
-            models.CheckConstraint(
-                condition=~Q(source_url="") | ~Q(source_text=""),
+            sourced_constraint(
+                sources=["source_url", "source_text"],
                 name="catalog_gpuspec_has_source",
-                violation_error_message=_("A figure needs a source: a URL or a description."),
+                message=_("A figure needs a source: a URL or a description."),
             ),
             models.CheckConstraint(
                 condition=reduce(or_, (Q(key=key, unit=unit) for key, unit in SPEC_UNITS.items())),

@@ -15,7 +15,8 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scoping import scoped_queryset
 from apps.common.fields import ExactDecimalField
-from apps.common.models import EnteredByModel, HistoryLinkedModel
+from apps.common.models import EnteredByModel, HistoryLinkedModel, provenance_constraints
+from apps.common.provenance import ProvenanceKind
 
 
 class FigureMetric(models.TextChoices):
@@ -87,9 +88,9 @@ class CapacityUnit(models.TextChoices):
 
 
 class FigureSource(models.TextChoices):
-    MEASURED = "measured", _("Measured")
-    QUOTED = "quoted", _("Quoted")
-    ESTIMATED = "estimated", _("Estimated")
+    MEASURED = ProvenanceKind.MEASURED.value, _("Measured")
+    QUOTED = ProvenanceKind.QUOTED.value, _("Quoted")
+    ESTIMATED = ProvenanceKind.ESTIMATED.value, _("Estimated")
 
 
 class CandidateFigure(EnteredByModel, HistoryLinkedModel):
@@ -134,15 +135,10 @@ class CandidateFigure(EnteredByModel, HistoryLinkedModel):
                 name="evidence_candidatefigure_one_per_metric",
                 violation_error_message=_("This candidate already has this figure: edit it instead."),
             ),
-            models.CheckConstraint(
-                condition=~Q(source__in=["measured", "quoted"]) | ~Q(reference=""),
-                name="evidence_candidatefigure_referenced",
-                violation_error_message=_("A measured or quoted figure needs its reference."),
-            ),
-            models.CheckConstraint(
-                condition=~Q(source="estimated") | (~Q(estimated_by="") & ~Q(estimate_reason="")),
-                name="evidence_candidatefigure_estimate_explained",
-                violation_error_message=_("An estimated figure needs who estimated it and why."),
+            *provenance_constraints(
+                "evidence_candidatefigure",
+                referenced_message=_("A measured or quoted figure needs its reference."),
+                estimate_message=_("An estimated figure needs who estimated it and why."),
             ),
             models.CheckConstraint(
                 condition=Q(capacity_unit="") | Q(metric="capacity_at_slo"),

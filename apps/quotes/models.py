@@ -23,6 +23,8 @@ from apps.common.fields import ExactDecimalField
 from apps.common.models import (
     EnteredByModel,
     TeamOwnedModel,
+    source_field,
+    sourced_pair_constraints,
     team_foreign_key,
     user_foreign_key,
 )
@@ -171,17 +173,17 @@ class Quote(TeamOwnedModel):
     spot_preemption_rate_per_hour = ExactDecimalField(
         _("spot preemptions per GPU-hour"), max_digits=12, decimal_places=8, null=True, blank=True
     )
-    spot_preemption_source = models.CharField(_("source of the preemption rate"), max_length=500, blank=True)
+    spot_preemption_source = source_field(_("source of the preemption rate"))
 
     # Owning instead of renting: the non-money figures (the money ones are prices, see PriceComponent).
     amortisation_months = models.PositiveIntegerField(_("amortisation (months)"), null=True, blank=True)
-    amortisation_source = models.CharField(_("source of the amortisation period"), max_length=500, blank=True)
+    amortisation_source = source_field(_("source of the amortisation period"))
     power_kw_per_node = ExactDecimalField(
         _("power draw per node (kW)"), max_digits=10, decimal_places=4, null=True, blank=True
     )
-    power_source = models.CharField(_("source of the power draw"), max_length=500, blank=True)
+    power_source = source_field(_("source of the power draw"))
     pue = ExactDecimalField(_("PUE"), max_digits=6, decimal_places=3, null=True, blank=True)
-    pue_source = models.CharField(_("source of the PUE"), max_length=500, blank=True)
+    pue_source = source_field(_("source of the PUE"))
 
     notes = models.TextField(_("notes"), blank=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
@@ -194,25 +196,17 @@ class Quote(TeamOwnedModel):
             models.CheckConstraint(condition=~Q(title=""), name="quotes_quote_titled"),
             models.CheckConstraint(condition=Q(gpus_per_node__gte=1), name="quotes_quote_gpus_per_node_positive"),
             models.CheckConstraint(condition=Q(node_count__gte=1), name="quotes_quote_node_count_positive"),
-            models.CheckConstraint(
-                condition=Q(spot_preemption_rate_per_hour__isnull=True) | ~Q(spot_preemption_source=""),
-                name="quotes_quote_preemption_sourced",
-                violation_error_message=_("A spot preemption rate needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(amortisation_months__isnull=True) | ~Q(amortisation_source=""),
-                name="quotes_quote_amortisation_sourced",
-                violation_error_message=_("An amortisation period needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(power_kw_per_node__isnull=True) | ~Q(power_source=""),
-                name="quotes_quote_power_sourced",
-                violation_error_message=_("A power draw needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(pue__isnull=True) | ~Q(pue_source=""),
-                name="quotes_quote_pue_sourced",
-                violation_error_message=_("A PUE needs its source."),
+            *sourced_pair_constraints(
+                "quotes_quote",
+                preemption=(
+                    "spot_preemption_rate_per_hour", "spot_preemption_source",
+                    _("A spot preemption rate needs its source."),
+                ),
+                amortisation=(
+                    "amortisation_months", "amortisation_source", _("An amortisation period needs its source.")
+                ),
+                power=("power_kw_per_node", "power_source", _("A power draw needs its source.")),
+                pue=("pue", "pue_source", _("A PUE needs its source.")),
             ),
             models.CheckConstraint(
                 condition=Q(commercial_model=CommercialModel.PURCHASE, price_unit=PriceUnit.NODE_PURCHASE)
@@ -816,7 +810,7 @@ class Candidate(TeamOwnedModel):
         blank=True,
         help_text=_("A fraction: 0.02 means 2 requests in 100 are sent again. Phase 3 measures it."),
     )
-    retry_rate_source = models.CharField(_("source of the retry rate"), max_length=500, blank=True)
+    retry_rate_source = source_field(_("source of the retry rate"))
     quality_acceptance = ExactDecimalField(
         _("quality acceptance"),
         max_digits=10,
@@ -825,11 +819,11 @@ class Candidate(TeamOwnedModel):
         blank=True,
         help_text=_("The share of outputs that pass the quality check (0 to 1), e.g. from the route's evaluations."),
     )
-    quality_acceptance_source = models.CharField(_("source of the quality acceptance"), max_length=500, blank=True)
+    quality_acceptance_source = source_field(_("source of the quality acceptance"))
     spot_rework_hours = ExactDecimalField(
         _("rework hours per preemption"), max_digits=10, decimal_places=4, null=True, blank=True
     )
-    spot_rework_source = models.CharField(_("source of the rework hours"), max_length=500, blank=True)
+    spot_rework_source = source_field(_("source of the rework hours"))
     notes = models.TextField(_("notes"), blank=True)
 
     class Meta:
@@ -843,20 +837,13 @@ class Candidate(TeamOwnedModel):
                 violation_error_message=_("This quote is already a candidate for this workload version."),
             ),
             models.CheckConstraint(condition=~Q(label=""), name="quotes_candidate_labelled"),
-            models.CheckConstraint(
-                condition=Q(expected_retry_rate__isnull=True) | ~Q(retry_rate_source=""),
-                name="quotes_candidate_retry_rate_sourced",
-                violation_error_message=_("A retry rate needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(quality_acceptance__isnull=True) | ~Q(quality_acceptance_source=""),
-                name="quotes_candidate_acceptance_sourced",
-                violation_error_message=_("A quality acceptance needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(spot_rework_hours__isnull=True) | ~Q(spot_rework_source=""),
-                name="quotes_candidate_rework_sourced",
-                violation_error_message=_("Rework hours need their source."),
+            *sourced_pair_constraints(
+                "quotes_candidate",
+                retry_rate=("expected_retry_rate", "retry_rate_source", _("A retry rate needs its source.")),
+                acceptance=(
+                    "quality_acceptance", "quality_acceptance_source", _("A quality acceptance needs its source.")
+                ),
+                rework=("spot_rework_hours", "spot_rework_source", _("Rework hours need their source.")),
             ),
         ]
 

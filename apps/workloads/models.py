@@ -20,6 +20,7 @@ from django.utils.translation import pgettext_lazy
 from apps.accounts.scoping import TeamScopedQuerySet
 from apps.common.models import (
     TeamOwnedModel,
+    source_field,
     team_foreign_key,
     user_foreign_key,
 )
@@ -423,7 +424,7 @@ class WorkloadSummary(TeamOwnedModel):
         blank=True,
         validators=[MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1000))],
     )
-    failure_rate_source = models.CharField(_("source of the failure rate"), max_length=500, blank=True)
+    failure_rate_source = source_field(_("source of the failure rate"))
 
     # 5. Unit of success
     unit_of_success = models.CharField(_("unit of success"), max_length=30, choices=UnitOfSuccess.choices, blank=True)
@@ -436,7 +437,7 @@ class WorkloadSummary(TeamOwnedModel):
         validators=[MinValueValidator(Decimal("0.0001")), MaxValueValidator(Decimal(1))],
         help_text=_("A fraction: 0.95 means 95 in 100 outputs pass the evaluations."),
     )
-    quality_acceptance_source = models.CharField(_("source of the acceptance rate"), max_length=500, blank=True)
+    quality_acceptance_source = source_field(_("source of the acceptance rate"))
 
     # 6. Latency target
     latency_class = models.CharField(_("latency target"), max_length=20, choices=LatencyClass.choices, blank=True)
