@@ -21,6 +21,7 @@ from apps.accounts.scoping import TeamScopedQuerySet
 from apps.common.models import (
     TeamOwnedModel,
     source_field,
+    sourced_pair_constraints,
     team_foreign_key,
     user_foreign_key,
 )
@@ -501,6 +502,18 @@ class WorkloadSummary(TeamOwnedModel):
                 | (Q(quality_acceptance_rate__gt=0) & Q(quality_acceptance_rate__lte=1)),
                 name="workloads_summary_acceptance_is_fraction",
                 violation_error_message=_("The quality acceptance is a fraction above 0 and at most 1."),
+            ),
+            # clean() asks for the same with a stricter test (a source of blanks is no source).
+            *sourced_pair_constraints(
+                "workloads_summary",
+                failure_rate=(
+                    "expected_failures_per_1000_gpu_hours", "failure_rate_source",
+                    _("Say where the failure rate comes from."),
+                ),
+                acceptance=(
+                    "quality_acceptance_rate", "quality_acceptance_source",
+                    _("Say where the acceptance rate comes from (an evaluation run, a pilot, a vendor report)."),
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(hours_per_day__isnull=True) | Q(hours_per_day__lte=24),
