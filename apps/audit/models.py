@@ -1,10 +1,11 @@
 """The change log: who changed what, when, from what to what, under which request. Append-only."""
 
-from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+from apps.common.models import user_foreign_key
 
 
 class AppendOnlyError(Exception):
@@ -32,14 +33,7 @@ class ObjectChange(models.Model):
         TRANSITION = "transition", _("changed state")
 
     time = models.DateTimeField(_("time"), auto_now_add=True, db_index=True)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("who"),
-    )
+    actor = user_foreign_key(_("who"))
     actor_label = models.CharField(_("who (as recorded)"), max_length=150, blank=True)
     team = models.ForeignKey(
         "accounts.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("team")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -10,6 +9,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scoping import TeamScopedQuerySet, scoped_queryset
+from apps.common.models import TeamOwnedModel, team_foreign_key, user_foreign_key
 
 
 class PlanStatus(models.TextChoices):
@@ -18,11 +18,10 @@ class PlanStatus(models.TextChoices):
     DISPATCHED = "dispatched", _("dispatched")
 
 
-class BenchmarkPlan(models.Model):
+class BenchmarkPlan(TeamOwnedModel):
     """What to measure and where: a list of jobs (kind, spec, acceptance criteria) for a pool or one agent."""
 
-    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="benchmark_plans",
-                             verbose_name=_("team"))
+    team = team_foreign_key("benchmark_plans")
     name = models.CharField(_("name"), max_length=200)
     description = models.TextField(_("description"), blank=True)
     spec = models.JSONField(_("jobs"), help_text=_("The job list; see the plan form for its shape."))
@@ -33,13 +32,8 @@ class BenchmarkPlan(models.Model):
         verbose_name=_("agent"), help_text=_("Leave empty to let any capable agent of the pool run the jobs."),
     )
     status = models.CharField(_("status"), max_length=12, choices=PlanStatus.choices, default=PlanStatus.DRAFT)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                   related_name="+", verbose_name=_("created by"))
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     dispatch_requested_at = models.DateTimeField(_("dispatch requested at"), null=True, blank=True)
     dispatched_at = models.DateTimeField(_("dispatched at"), null=True, blank=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -87,8 +81,7 @@ class JobGroup(models.Model):
     lost, fails or is handed back, the whole group starts again as the next generation (docs/agent-protocol.md §8).
     """
 
-    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="job_groups",
-                             verbose_name=_("team"))
+    team = team_foreign_key("job_groups")
     plan = models.ForeignKey(BenchmarkPlan, on_delete=models.PROTECT, null=True, blank=True, related_name="groups",
                              verbose_name=_("plan"))
     kind = models.CharField(_("kind"), max_length=32)
@@ -125,8 +118,7 @@ class JobGroup(models.Model):
 class Job(models.Model):
     """One unit of work for one agent. Its spec and acceptance criteria are frozen when it is dispatched."""
 
-    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="benchmark_jobs",
-                             verbose_name=_("team"))
+    team = team_foreign_key("benchmark_jobs")
     plan = models.ForeignKey(BenchmarkPlan, on_delete=models.PROTECT, null=True, blank=True, related_name="jobs",
                              verbose_name=_("plan"))
     position = models.PositiveIntegerField(_("position in the plan"), default=0)
@@ -145,8 +137,7 @@ class Job(models.Model):
     cancel_requested = models.BooleanField(_("cancellation requested"), default=False)
     cancel_reason = models.CharField(_("cancellation reason"), max_length=200, blank=True)
     cancel_requested_at = models.DateTimeField(_("cancellation requested at"), null=True, blank=True)
-    cancel_requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
-                                            blank=True, related_name="+", verbose_name=_("cancelled by"))
+    cancel_requested_by = user_foreign_key(_("cancelled by"))
     failure_reason = models.CharField(_("failure reason"), max_length=300, blank=True)
     offline_run_id = models.CharField(_("offline run id"), max_length=64, blank=True)
     candidate = models.ForeignKey(

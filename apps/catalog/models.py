@@ -4,13 +4,13 @@ from decimal import Decimal
 from functools import reduce
 from operator import or_
 
-from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+
+from apps.common.models import EnteredByModel, HistoryLinkedModel, sourced_constraint
 
 
 class FormFactor(models.TextChoices):
@@ -54,7 +54,7 @@ SPEC_UNITS: dict[str, str] = {
 }
 
 
-class GpuModel(models.Model):
+class GpuModel(HistoryLinkedModel):
     """One GPU product variant (e.g. NVIDIA H200 SXM). The figures live in GpuSpec rows."""
 
     vendor = models.CharField(_("vendor"), max_length=60, default="NVIDIA")
@@ -101,9 +101,6 @@ class GpuModel(models.Model):
         name = self.name.removeprefix(f"{self.vendor} ") if self.vendor else self.name
         return f"{name} {self.variant}"
 
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
-
     def spec(self, key: str) -> "GpuSpec | None":
         """The recorded figure for a key, or None. Uses prefetched specs when the queryset prefetched them."""
         for spec in self.specs.all():
@@ -117,7 +114,7 @@ class GpuModel(models.Model):
         return [(key, by_key.get(key)) for key in SpecKey.values]
 
 
-class GpuSpec(models.Model):
+class GpuSpec(EnteredByModel, HistoryLinkedModel):
     """One datasheet (or driver-reported) figure of a GPU model, with where it comes from and as of when."""
 
     gpu = models.ForeignKey(GpuModel, on_delete=models.CASCADE, related_name="specs", verbose_name=_("GPU model"))
@@ -132,15 +129,6 @@ class GpuSpec(models.Model):
         help_text=_("Where the value comes from when it is not a web page, e.g. a measurement on a real card."),
     )
     as_of = models.DateField(_("as of"))
-    entered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("entered by"),
-    )
-    entered_at = models.DateTimeField(_("entered at"), default=timezone.now)
 
     audit_is_global = True
 
@@ -151,10 +139,10 @@ class GpuSpec(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["gpu", "key"], name="catalog_gpuspec_unique_gpu_key"),
             models.CheckConstraint(condition=Q(value__gte=0), name="catalog_gpuspec_value_not_negative"),
-            models.CheckConstraint(
-                condition=~Q(source_url="") | ~Q(source_text=""),
+            sourced_constraint(
+                sources=["source_url", "source_text"],
                 name="catalog_gpuspec_has_source",
-                violation_error_message=_("A figure needs a source: a URL or a description."),
+                message=_("A figure needs a source: a URL or a description."),
             ),
             models.CheckConstraint(
                 condition=reduce(or_, (Q(key=key, unit=unit) for key, unit in SPEC_UNITS.items())),
@@ -168,9 +156,6 @@ class GpuSpec(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("catalog:detail", args=[self.gpu_id])
-
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
 
     @property
     def source(self) -> str:

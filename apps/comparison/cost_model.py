@@ -64,7 +64,10 @@ from types import MappingProxyType
 from typing import Any
 
 from apps.common.decimals import DecimalInputError, parse_decimal
-from apps.common.provenance import SourceKind
+
+# The inputs carry where each figure comes from; that vocabulary has its one home in the pure provenance module.
+from apps.common.provenance import Provenance as Provenance
+from apps.common.provenance import ProvenanceKind as ProvenanceKind
 from apps.quotes.kinds import HOURLY_UNITS, BillingModel, CandidateKind, PriceUnit
 
 SECONDS_PER_HOUR = Decimal(3600)
@@ -127,38 +130,6 @@ KINDS_OF_MODEL = {
     BillingModel.PURCHASE: CandidateKind.PURCHASE,
     BillingModel.API: CandidateKind.API,
 }
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where a figure comes from: measured (benchmark job id), quoted (price version id) or estimated (by, why)."""
-
-    kind: SourceKind
-    reference: str = ""
-    by: str = ""
-    why: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", SourceKind(self.kind))
-        if self.kind in (SourceKind.MEASURED, SourceKind.QUOTED) and not self.reference:
-            raise ValueError(f"a {self.kind} figure needs its reference (job id or price version id)")
-        if self.kind is SourceKind.ESTIMATED and not (self.by and self.why):
-            raise ValueError("an estimated figure needs who estimated it and why")
-
-    @classmethod
-    def measured(cls, job_id: str | int) -> Provenance:
-        return cls(SourceKind.MEASURED, reference=str(job_id))
-
-    @classmethod
-    def quoted(cls, price_version_id: str | int) -> Provenance:
-        return cls(SourceKind.QUOTED, reference=str(price_version_id))
-
-    @classmethod
-    def estimated(cls, by: str, why: str) -> Provenance:
-        return cls(SourceKind.ESTIMATED, by=by, why=why)
-
-    def to_dict(self) -> dict[str, str]:
-        return {"kind": str(self.kind), "reference": self.reference, "by": self.by, "why": self.why}
 
 
 def _decimal(candidate: str | None, name: str, value: Any) -> Decimal:

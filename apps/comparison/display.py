@@ -10,7 +10,7 @@ from django.utils import formats
 from django.utils.translation import gettext as _
 
 from apps.common import decimals, money
-from apps.common.provenance import SourceKind
+from apps.common.provenance import ProvenanceKind
 from apps.comparison import charts, cost_model
 from apps.comparison.selectors import CandidateResult, Comparison
 from apps.evidence.display import SOURCE_LABELS, Badge, input_badge, reference_url
@@ -18,7 +18,7 @@ from apps.evidence.models import FigureMetric
 
 
 def _describe(item: cost_model.Provenance) -> str:
-    if item.kind is SourceKind.ESTIMATED:
+    if item.kind is ProvenanceKind.ESTIMATED:
         return f"{item.by}: {item.why}"
     return item.reference
 
@@ -29,7 +29,7 @@ def badges(sources: tuple[cost_model.Provenance, ...] | list[cost_model.Provenan
     for item in sources:
         grouped.setdefault(str(item.kind), []).append(item)
     result = []
-    for kind in SourceKind:
+    for kind in ProvenanceKind:
         items = grouped.get(kind)
         if not items:
             continue

@@ -18,7 +18,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.common import decimals
-from apps.common.provenance import SourceKind
+from apps.common.provenance import ProvenanceKind
 from apps.comparison import cost_model, mistakes
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 from apps.quotes import kinds
@@ -395,12 +395,12 @@ def demand_from_summary(summary: WorkloadSummary) -> cost_model.Demand:
 def input_provenance(item: CandidateFigure) -> cost_model.Provenance:
     if item.source == FigureSource.ESTIMATED:
         return cost_model.Provenance.estimated(item.estimated_by, item.estimate_reason)
-    return cost_model.Provenance(SourceKind(item.source), reference=item.reference)
+    return cost_model.Provenance(ProvenanceKind(item.source), reference=item.reference)
 
 
 def _provenance_from(data: dict) -> cost_model.Provenance:
     return cost_model.Provenance(
-        SourceKind(data["kind"]), reference=data.get("reference", ""), by=data.get("by", ""),
+        ProvenanceKind(data["kind"]), reference=data.get("reference", ""), by=data.get("by", ""),
         why=data.get("why", ""),
     )
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scoping import scoped_queryset
+from apps.common.models import TeamOwnedModel, team_foreign_key, user_foreign_key
 
 
 class RecordStatus(models.TextChoices):
@@ -51,7 +52,7 @@ class DecisionRecordQuerySet(scoped_queryset("team")):
         return self.filter(status=RecordStatus.ACCEPTED)
 
 
-class DecisionRecord(models.Model):
+class DecisionRecord(TeamOwnedModel):
     """A MADR-style decision record: which candidate of one workload version, which capacity model, and why.
 
 The considered options are the candidates of the workload version (all of them, as the comparison shows them).
@@ -61,9 +62,7 @@ The considered options are the candidates of the workload version (all of them, 
     snapshot only. Status changes go through apps.decisions.services with conditional UPDATEs.
     """
 
-    team = models.ForeignKey(
-        "accounts.Team", on_delete=models.PROTECT, related_name="decision_records", verbose_name=_("team")
-    )
+    team = team_foreign_key("decision_records")
     number = models.PositiveIntegerField(_("number"), help_text=_("Counted per team: DR-1, DR-2, …"))
     workload_summary = models.ForeignKey(
         "workloads.WorkloadSummary",
@@ -131,7 +130,7 @@ The considered options are the candidates of the workload version (all of them, 
         help_text=_("When a change to the inputs after the proposal was found; the approvals given were withdrawn."),
     )
     decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    created_by = None  # the record's `author` says who wrote it
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     objects = DecisionRecordQuerySet.as_manager()
@@ -168,9 +167,6 @@ The considered options are the candidates of the workload version (all of them, 
 
     def get_absolute_url(self) -> str:
         return reverse("records:detail", args=[self.pk])
-
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
 
     @property
     def reference(self) -> str:
@@ -227,14 +223,7 @@ class ApprovalStage(models.Model):
     kind = models.CharField(_("stage"), max_length=12, choices=StageKind.choices)
     position = models.PositiveSmallIntegerField(_("position"))
     status = models.CharField(_("status"), max_length=12, choices=StageStatus.choices, default=StageStatus.PENDING)
-    reviewer = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("reviewer"),
-    )
+    reviewer = user_foreign_key(_("reviewer"), on_delete=models.PROTECT)
     decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
     comment = models.TextField(_("comment"), blank=True, help_text=_("Required when rejecting: say why."))
     snapshot_sha256 = models.CharField(

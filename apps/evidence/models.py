@@ -7,17 +7,16 @@ Figures are exact Decimals stored as text (apps.common.fields.ExactDecimalField)
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scoping import scoped_queryset
 from apps.common.fields import ExactDecimalField
-from apps.common.provenance import SourceKind
+from apps.common.models import EnteredByModel, HistoryLinkedModel, provenance_constraints
+from apps.common.provenance import ProvenanceKind
 
 
 class FigureMetric(models.TextChoices):
@@ -89,12 +88,12 @@ class CapacityUnit(models.TextChoices):
 
 
 class FigureSource(models.TextChoices):
-    MEASURED = SourceKind.MEASURED.value, _("Measured")
-    QUOTED = SourceKind.QUOTED.value, _("Quoted")
-    ESTIMATED = SourceKind.ESTIMATED.value, _("Estimated")
+    MEASURED = ProvenanceKind.MEASURED.value, _("Measured")
+    QUOTED = ProvenanceKind.QUOTED.value, _("Quoted")
+    ESTIMATED = ProvenanceKind.ESTIMATED.value, _("Estimated")
 
 
-class CandidateFigure(models.Model):
+class CandidateFigure(EnteredByModel, HistoryLinkedModel):
     """One figure of one candidate (capacity, latency, failure rate…), with where it comes from.
 
     measured: `reference` names the benchmark job (e.g. "job:42"); quoted: `reference` names the quote document or
@@ -122,15 +121,6 @@ class CandidateFigure(models.Model):
     )
     estimated_by = models.CharField(_("estimated by"), max_length=200, blank=True)
     estimate_reason = models.TextField(_("why this estimate"), blank=True)
-    entered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("entered by"),
-    )
-    entered_at = models.DateTimeField(_("entered at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     objects = scoped_queryset("candidate__team").as_manager()
@@ -145,15 +135,10 @@ class CandidateFigure(models.Model):
                 name="evidence_candidatefigure_one_per_metric",
                 violation_error_message=_("This candidate already has this figure: edit it instead."),
             ),
-            models.CheckConstraint(
-                condition=~Q(source__in=["measured", "quoted"]) | ~Q(reference=""),
-                name="evidence_candidatefigure_referenced",
-                violation_error_message=_("A measured or quoted figure needs its reference."),
-            ),
-            models.CheckConstraint(
-                condition=~Q(source="estimated") | (~Q(estimated_by="") & ~Q(estimate_reason="")),
-                name="evidence_candidatefigure_estimate_explained",
-                violation_error_message=_("An estimated figure needs who estimated it and why."),
+            *provenance_constraints(
+                "evidence_candidatefigure",
+                referenced_message=_("A measured or quoted figure needs its reference."),
+                estimate_message=_("An estimated figure needs who estimated it and why."),
             ),
             models.CheckConstraint(
                 condition=Q(capacity_unit="") | Q(metric="capacity_at_slo"),
@@ -167,9 +152,6 @@ class CandidateFigure(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("evidence:candidate-figures", args=[self.candidate_id])
-
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
 
     def clean(self):
         errors: dict[str, list] = {}

@@ -4,29 +4,26 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from apps.accounts.scoping import TeamScopedQuerySet, scoped_queryset
+from apps.accounts.scoping import scoped_queryset
+from apps.common.models import CreatedByModel, TeamOwnedModel, team_foreign_key
 
 
-class AgentPool(models.Model):
+class AgentPool(TeamOwnedModel):
     """A group of agents (usually the nodes of one vendor trial); jobs target a pool or one of its agents."""
 
-    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="agent_pools",
-                             verbose_name=_("team"))
+    team = team_foreign_key("agent_pools")
     name = models.CharField(_("name"), max_length=100)
     description = models.TextField(_("description"), blank=True)
     is_active = models.BooleanField(
         _("active"), default=True, help_text=_("A disabled pool's agents can neither register nor claim jobs.")
     )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-
-    objects = TeamScopedQuerySet.as_manager()
+    created_by = None  # the audit log says who made the pool
 
     class Meta:
         ordering = ["name"]
@@ -41,7 +38,7 @@ class AgentPool(models.Model):
         return reverse("fleet:pool-detail", args=[self.pk])
 
 
-class RegistrationToken(models.Model):
+class RegistrationToken(CreatedByModel):
     """A secret an operator gives to `dossier-agent register`; stored as its SHA-256 only."""
 
     pool = models.ForeignKey(AgentPool, on_delete=models.CASCADE, related_name="registration_tokens",
@@ -54,11 +51,6 @@ class RegistrationToken(models.Model):
     revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
     use_count = models.PositiveIntegerField(_("registrations"), default=0)
     last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
-        verbose_name=_("created by"),
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     objects = scoped_queryset("pool__team").as_manager()
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from apps.common import money
-from apps.common.provenance import SourceKind
+from apps.common.provenance import ProvenanceKind
 from apps.quotes import selectors
 from apps.quotes.kinds import HOURLY_UNITS, BillingModel
 from apps.quotes.models import (
@@ -39,12 +39,12 @@ class NormalizationInputs:
 
 
 def _quoted(version: PriceVersion) -> dict:
-    return {"kind": SourceKind.QUOTED, "reference": f"price-version:{version.pk}", "by": "", "why": ""}
+    return {"kind": ProvenanceKind.QUOTED, "reference": f"price-version:{version.pk}", "by": "", "why": ""}
 
 
 def _sourced(source: str) -> dict:
     # A non-price figure of the quote (PUE, power draw, preemption rate) cites its own source.
-    return {"kind": SourceKind.QUOTED, "reference": source, "by": "", "why": ""}
+    return {"kind": ProvenanceKind.QUOTED, "reference": source, "by": "", "why": ""}
 
 
 def normalization_inputs(candidate: Candidate) -> NormalizationInputs:
@@ -138,13 +138,13 @@ def normalization_inputs(candidate: Candidate) -> NormalizationInputs:
             continue
         if line.is_estimate:
             line_provenance = {
-                "kind": SourceKind.ESTIMATED,
+                "kind": ProvenanceKind.ESTIMATED,
                 "reference": "",
                 "by": line.estimated_by.get_username() if line.estimated_by else "",
                 "why": line.estimate_reason,
             }
         else:
-            line_provenance = {"kind": SourceKind.QUOTED, "reference": f"cost-line:{line.pk}", "by": "", "why": ""}
+            line_provenance = {"kind": ProvenanceKind.QUOTED, "reference": f"cost-line:{line.pk}", "by": "", "why": ""}
         result.cost_lines.append(
             {
                 "kind": NORMALIZATION_COST_KIND[line.kind],

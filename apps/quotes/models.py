@@ -10,7 +10,6 @@ import datetime
 import os
 import uuid
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -21,6 +20,14 @@ from django.utils.translation import gettext_lazy as _
 from apps.accounts.scoping import TeamScopedQuerySet, scoped_queryset
 from apps.common import money
 from apps.common.fields import ExactDecimalField
+from apps.common.models import (
+    EnteredByModel,
+    TeamOwnedModel,
+    source_field,
+    sourced_pair_constraints,
+    team_foreign_key,
+    user_foreign_key,
+)
 from apps.quotes import kinds
 from apps.quotes.kinds import USAGE_UNITS
 
@@ -70,15 +77,13 @@ class BillingGranularity(models.IntegerChoices):
     MONTH = 2628000, _("per month (730 hours)")
 
 
-class Vendor(models.Model):
-    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="vendors", verbose_name=_("team"))
+class Vendor(TeamOwnedModel):
+    team = team_foreign_key("vendors")
     name = models.CharField(_("name"), max_length=120)
     website = models.URLField(_("website"), max_length=500, blank=True)
     contact = models.CharField(_("contact"), max_length=200, blank=True, help_text=_("Who sent the quotes."))
     notes = models.TextField(_("notes"), blank=True)
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-
-    objects = TeamScopedQuerySet.as_manager()
+    created_by = None  # a vendor is the team's address book entry; the audit log says who added it
 
     class Meta:
         ordering = ["name"]
@@ -96,10 +101,10 @@ class Vendor(models.Model):
         return reverse("quotes:vendor-detail", args=[self.pk])
 
 
-class Quote(models.Model):
+class Quote(TeamOwnedModel):
     """A vendor's offer: the node, the topology and the commercial terms. Its prices live in PriceVersion rows."""
 
-    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="quotes", verbose_name=_("team"))
+    team = team_foreign_key("quotes")
     vendor = models.ForeignKey(Vendor, on_delete=models.PROTECT, related_name="quotes", verbose_name=_("vendor"))
     title = models.CharField(
         _("title"), max_length=200, help_text=_("A short name, e.g. “8× H200 reserved 12 months”.")
@@ -165,30 +170,20 @@ class Quote(models.Model):
     spot_preemption_rate_per_hour = ExactDecimalField(
         _("spot preemptions per GPU-hour"), max_digits=12, decimal_places=8, null=True, blank=True
     )
-    spot_preemption_source = models.CharField(_("source of the preemption rate"), max_length=500, blank=True)
+    spot_preemption_source = source_field(_("source of the preemption rate"))
 
     # Owning instead of renting: the non-money figures (the money ones are prices, see PriceComponent).
     amortisation_months = models.PositiveIntegerField(_("amortisation (months)"), null=True, blank=True)
-    amortisation_source = models.CharField(_("source of the amortisation period"), max_length=500, blank=True)
+    amortisation_source = source_field(_("source of the amortisation period"))
     power_kw_per_node = ExactDecimalField(
         _("power draw per node (kW)"), max_digits=10, decimal_places=4, null=True, blank=True
     )
-    power_source = models.CharField(_("source of the power draw"), max_length=500, blank=True)
+    power_source = source_field(_("source of the power draw"))
     pue = ExactDecimalField(_("PUE"), max_digits=6, decimal_places=3, null=True, blank=True)
-    pue_source = models.CharField(_("source of the PUE"), max_length=500, blank=True)
+    pue_source = source_field(_("source of the PUE"))
 
     notes = models.TextField(_("notes"), blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+", verbose_name=_("created by")
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["vendor__name", "title"]
@@ -198,25 +193,17 @@ class Quote(models.Model):
             models.CheckConstraint(condition=~Q(title=""), name="quotes_quote_titled"),
             models.CheckConstraint(condition=Q(gpus_per_node__gte=1), name="quotes_quote_gpus_per_node_positive"),
             models.CheckConstraint(condition=Q(node_count__gte=1), name="quotes_quote_node_count_positive"),
-            models.CheckConstraint(
-                condition=Q(spot_preemption_rate_per_hour__isnull=True) | ~Q(spot_preemption_source=""),
-                name="quotes_quote_preemption_sourced",
-                violation_error_message=_("A spot preemption rate needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(amortisation_months__isnull=True) | ~Q(amortisation_source=""),
-                name="quotes_quote_amortisation_sourced",
-                violation_error_message=_("An amortisation period needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(power_kw_per_node__isnull=True) | ~Q(power_source=""),
-                name="quotes_quote_power_sourced",
-                violation_error_message=_("A power draw needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(pue__isnull=True) | ~Q(pue_source=""),
-                name="quotes_quote_pue_sourced",
-                violation_error_message=_("A PUE needs its source."),
+            *sourced_pair_constraints(
+                "quotes_quote",
+                preemption=(
+                    "spot_preemption_rate_per_hour", "spot_preemption_source",
+                    _("A spot preemption rate needs its source."),
+                ),
+                amortisation=(
+                    "amortisation_months", "amortisation_source", _("An amortisation period needs its source.")
+                ),
+                power=("power_kw_per_node", "power_source", _("A power draw needs its source.")),
+                pue=("pue", "pue_source", _("A PUE needs its source.")),
             ),
             models.CheckConstraint(
                 condition=Q(commercial_model=CommercialModel.PURCHASE, price_unit=PriceUnit.NODE_PURCHASE)
@@ -231,9 +218,6 @@ class Quote(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("quotes:quote-detail", args=[self.pk])
-
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
 
     def clean(self):
         from django.core.exceptions import ValidationError
@@ -324,7 +308,7 @@ class SourceKind(models.TextChoices):
     API = "api", _("Vendor API")
 
 
-class PriceVersion(models.Model):
+class PriceVersion(EnteredByModel):
     """One observed value of one priced item. Never edited: a new price is a new version, the old ones stay."""
 
     quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="price_versions", verbose_name=_("quote"))
@@ -349,14 +333,6 @@ class PriceVersion(models.Model):
     observed_at = models.DateTimeField(_("observed at"), help_text=_("When the price was read at its source."))
     valid_until = models.DateField(_("valid until"), null=True, blank=True)
     note = models.CharField(_("note"), max_length=500, blank=True)
-    entered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+", verbose_name=_("entered by")
-    )
-    entered_at = models.DateTimeField(_("entered at"), default=timezone.now)
 
     objects = scoped_queryset("quote__team").as_manager()
 
@@ -451,7 +427,7 @@ class CostLineQuerySet(scoped_queryset("quote__team")):
         return self.filter(replaced_by__isnull=True, removed_at__isnull=True)
 
 
-class CostLine(models.Model):
+class CostLine(EnteredByModel):
     """A typed cost besides the GPU price: quantity × rate per period, with its source or its estimator.
 
     Lines on the quote apply to every candidate made from it; a line that names a candidate adds a
@@ -479,27 +455,12 @@ class CostLine(models.Model):
         _("source"), max_length=500, blank=True, help_text=_("Where the rate comes from; empty for an estimate.")
     )
     observed_at = models.DateTimeField(_("observed at"), null=True, blank=True)
-    estimated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("estimated by"),
-    )
+    estimated_by = user_foreign_key(_("estimated by"), on_delete=models.PROTECT)
     estimate_reason = models.CharField(_("why this estimate"), max_length=500, blank=True)
     replaced_by = models.OneToOneField(
         "self", on_delete=models.PROTECT, null=True, blank=True, related_name="replaces", verbose_name=_("replaced by")
     )
     removed_at = models.DateTimeField(_("removed at"), null=True, blank=True)
-    entered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+", verbose_name=_("entered by")
-    )
-    entered_at = models.DateTimeField(_("entered at"), default=timezone.now)
 
     objects = CostLineQuerySet.as_manager()
 
@@ -567,13 +528,7 @@ class QuoteDocument(models.Model):
     size_bytes = models.PositiveBigIntegerField(_("size (bytes)"))
     sha256 = models.CharField(_("SHA-256"), max_length=64)
     description = models.CharField(_("description"), max_length=300, blank=True)
-    uploaded_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+", verbose_name=_("uploaded by")
-    )
+    uploaded_by = user_foreign_key(_("uploaded by"))
     uploaded_at = models.DateTimeField(_("uploaded at"), default=timezone.now)
 
     objects = scoped_queryset("quote__team").as_manager()
@@ -590,25 +545,15 @@ class QuoteDocument(models.Model):
         return reverse("quotes:document-download", args=[self.pk])
 
 
-class ExchangeRate(models.Model):
+class ExchangeRate(EnteredByModel):
     """`rate` units of `to_currency` for one unit of `from_currency`, as of a date, from a cited source."""
 
-    team = models.ForeignKey(
-        "accounts.Team", on_delete=models.PROTECT, related_name="exchange_rates", verbose_name=_("team")
-    )
+    team = team_foreign_key("exchange_rates")
     from_currency = models.CharField(_("from"), max_length=3, choices=CURRENCY_CHOICES)
     to_currency = models.CharField(_("to"), max_length=3, choices=CURRENCY_CHOICES)
     rate = ExactDecimalField(_("rate"), max_digits=30, decimal_places=18)
     source = models.CharField(_("source"), max_length=500, help_text=_("e.g. the central bank's reference rate page."))
     as_of = models.DateField(_("as of"))
-    entered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+", verbose_name=_("entered by")
-    )
-    entered_at = models.DateTimeField(_("entered at"), default=timezone.now)
 
     objects = TeamScopedQuerySet.as_manager()
 
@@ -718,13 +663,7 @@ class ChecklistAnswer(models.Model):
         related_name="answers",
         verbose_name=_("evidence document"),
     )
-    answered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+", verbose_name=_("answered by")
-    )
+    answered_by = user_foreign_key(_("answered by"))
     answered_at = models.DateTimeField(_("answered at"), default=timezone.now)
 
     objects = scoped_queryset("quote__team").as_manager()
@@ -804,7 +743,7 @@ class CommitmentTier(models.Model):
 
 class StalePriceFlag(models.Model):
     price = models.ForeignKey(PriceVersion, on_delete=models.CASCADE, related_name="flags", verbose_name=_("price"))
-    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="+", verbose_name=_("team"))
+    team = team_foreign_key("+", on_delete=models.CASCADE)
     reason = models.CharField(_("reason"), max_length=20)
     flagged_at = models.DateTimeField(_("flagged at"))
     cleared_at = models.DateTimeField(_("cleared at"), null=True, blank=True)
@@ -846,12 +785,10 @@ def candidate_kind_for(quote: Quote) -> str:
     return CandidateKind.GPU
 
 
-class Candidate(models.Model):
+class Candidate(TeamOwnedModel):
     """A quote attached to a ready workload summary version: a GPU rental, a purchase option or a model/API route."""
 
-    team = models.ForeignKey(
-        "accounts.Team", on_delete=models.PROTECT, related_name="candidates", verbose_name=_("team")
-    )
+    team = team_foreign_key("candidates")
     quote = models.ForeignKey(Quote, on_delete=models.PROTECT, related_name="candidates", verbose_name=_("quote"))
     workload_summary = models.ForeignKey(
         "workloads.WorkloadSummary",
@@ -870,7 +807,7 @@ class Candidate(models.Model):
         blank=True,
         help_text=_("A fraction: 0.02 means 2 requests in 100 are sent again. Phase 3 measures it."),
     )
-    retry_rate_source = models.CharField(_("source of the retry rate"), max_length=500, blank=True)
+    retry_rate_source = source_field(_("source of the retry rate"))
     quality_acceptance = ExactDecimalField(
         _("quality acceptance"),
         max_digits=10,
@@ -879,22 +816,12 @@ class Candidate(models.Model):
         blank=True,
         help_text=_("The share of outputs that pass the quality check (0 to 1), e.g. from the route's evaluations."),
     )
-    quality_acceptance_source = models.CharField(_("source of the quality acceptance"), max_length=500, blank=True)
+    quality_acceptance_source = source_field(_("source of the quality acceptance"))
     spot_rework_hours = ExactDecimalField(
         _("rework hours per preemption"), max_digits=10, decimal_places=4, null=True, blank=True
     )
-    spot_rework_source = models.CharField(_("source of the rework hours"), max_length=500, blank=True)
+    spot_rework_source = source_field(_("source of the rework hours"))
     notes = models.TextField(_("notes"), blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+", verbose_name=_("created by")
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["label", "pk"]
@@ -907,20 +834,13 @@ class Candidate(models.Model):
                 violation_error_message=_("This quote is already a candidate for this workload version."),
             ),
             models.CheckConstraint(condition=~Q(label=""), name="quotes_candidate_labelled"),
-            models.CheckConstraint(
-                condition=Q(expected_retry_rate__isnull=True) | ~Q(retry_rate_source=""),
-                name="quotes_candidate_retry_rate_sourced",
-                violation_error_message=_("A retry rate needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(quality_acceptance__isnull=True) | ~Q(quality_acceptance_source=""),
-                name="quotes_candidate_acceptance_sourced",
-                violation_error_message=_("A quality acceptance needs its source."),
-            ),
-            models.CheckConstraint(
-                condition=Q(spot_rework_hours__isnull=True) | ~Q(spot_rework_source=""),
-                name="quotes_candidate_rework_sourced",
-                violation_error_message=_("Rework hours need their source."),
+            *sourced_pair_constraints(
+                "quotes_candidate",
+                retry_rate=("expected_retry_rate", "retry_rate_source", _("A retry rate needs its source.")),
+                acceptance=(
+                    "quality_acceptance", "quality_acceptance_source", _("A quality acceptance needs its source.")
+                ),
+                rework=("spot_rework_hours", "spot_rework_source", _("Rework hours need their source.")),
             ),
         ]
 
@@ -929,9 +849,6 @@ class Candidate(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("quotes:candidate-detail", args=[self.pk])
-
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
 
     def clean(self):
         from django.core.exceptions import ValidationError

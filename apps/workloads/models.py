@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -19,6 +18,13 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from apps.accounts.scoping import TeamScopedQuerySet
+from apps.common.models import (
+    TeamOwnedModel,
+    source_field,
+    sourced_pair_constraints,
+    team_foreign_key,
+    user_foreign_key,
+)
 from apps.workloads import rules
 from apps.workloads.memory import inference, precisions, shapes, training
 
@@ -177,23 +183,10 @@ MAX_SESSIONS = inference.MAX_CONCURRENT_SESSIONS
 MAX_LATENCY_MS = 3_600_000  # one hour: anything slower is not a latency target
 
 
-class Workload(models.Model):
+class Workload(TeamOwnedModel):
     """The lineage of a workload summary: one team's workload across all its versions."""
 
-    team = models.ForeignKey(
-        "accounts.Team", on_delete=models.PROTECT, related_name="workloads", verbose_name=_("team")
-    )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("created by"),
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-
-    objects = TeamScopedQuerySet.as_manager()
+    team = team_foreign_key("workloads")
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -222,15 +215,13 @@ class WorkloadSummaryQuerySet(TeamScopedQuerySet):
         return self.filter(~Exists(newer))
 
 
-class WorkloadSummary(models.Model):
+class WorkloadSummary(TeamOwnedModel):
     """One version of a workload summary: the eight fields of step 1, its decision metric, and its status."""
 
     workload = models.ForeignKey(
         Workload, on_delete=models.PROTECT, related_name="versions", verbose_name=_("workload")
     )
-    team = models.ForeignKey(
-        "accounts.Team", on_delete=models.PROTECT, related_name="workload_summaries", verbose_name=_("team")
-    )
+    team = team_foreign_key("workload_summaries")
     version = models.PositiveIntegerField(_("version number"), default=1)
     status = models.CharField(_("readiness status"), max_length=10, choices=Status.choices, default=Status.DRAFT)
     name = models.CharField(_("name"), max_length=200, help_text=_("What the workload is, e.g. “support chat”."))
@@ -434,7 +425,7 @@ class WorkloadSummary(models.Model):
         blank=True,
         validators=[MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1000))],
     )
-    failure_rate_source = models.CharField(_("source of the failure rate"), max_length=500, blank=True)
+    failure_rate_source = source_field(_("source of the failure rate"))
 
     # 5. Unit of success
     unit_of_success = models.CharField(_("unit of success"), max_length=30, choices=UnitOfSuccess.choices, blank=True)
@@ -447,7 +438,7 @@ class WorkloadSummary(models.Model):
         validators=[MinValueValidator(Decimal("0.0001")), MaxValueValidator(Decimal(1))],
         help_text=_("A fraction: 0.95 means 95 in 100 outputs pass the evaluations."),
     )
-    quality_acceptance_source = models.CharField(_("source of the acceptance rate"), max_length=500, blank=True)
+    quality_acceptance_source = source_field(_("source of the acceptance rate"))
 
     # 6. Latency target
     latency_class = models.CharField(_("latency target"), max_length=20, choices=LatencyClass.choices, blank=True)
@@ -482,24 +473,8 @@ class WorkloadSummary(models.Model):
     decision_metric = models.CharField(_("decision metric"), max_length=40, choices=DecisionMetric.choices, blank=True)
     decision_metric_reason = models.TextField(_("why this metric"), blank=True)
 
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("created by"),
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
-    ready_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("marked ready by"),
-    )
+    ready_by = user_foreign_key(_("marked ready by"))
     ready_at = models.DateTimeField(_("marked ready at"), null=True, blank=True)
 
     objects = WorkloadSummaryQuerySet.as_manager()
@@ -527,6 +502,18 @@ class WorkloadSummary(models.Model):
                 | (Q(quality_acceptance_rate__gt=0) & Q(quality_acceptance_rate__lte=1)),
                 name="workloads_summary_acceptance_is_fraction",
                 violation_error_message=_("The quality acceptance is a fraction above 0 and at most 1."),
+            ),
+            # clean() asks for the same with a stricter test (a source of blanks is no source).
+            *sourced_pair_constraints(
+                "workloads_summary",
+                failure_rate=(
+                    "expected_failures_per_1000_gpu_hours", "failure_rate_source",
+                    _("Say where the failure rate comes from."),
+                ),
+                acceptance=(
+                    "quality_acceptance_rate", "quality_acceptance_source",
+                    _("Say where the acceptance rate comes from (an evaluation run, a pilot, a vendor report)."),
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(hours_per_day__isnull=True) | Q(hours_per_day__lte=24),
@@ -564,9 +551,6 @@ class WorkloadSummary(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("workloads:detail", args=[self.pk])
-
-    def get_history_url(self) -> str:
-        return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
 
     # -- state -------------------------------------------------------------------------------------------------------
 

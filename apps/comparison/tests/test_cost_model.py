@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from apps.common.decimals import significant
 from apps.common.money import round_to_minor_unit
-from apps.common.provenance import SourceKind
+from apps.common.provenance import ProvenanceKind
 from apps.comparison.cost_model import (
     DECIMAL_CONTEXT,
     CandidateInput,
@@ -152,7 +152,7 @@ def test_every_figure_names_its_sources():
     assert Provenance.quoted("storage-quote-4") in row.provenance["storage_network"]
     assert Provenance.measured("job-102") in row.provenance["failure_waste"]
     assert {p.kind for p in row.provenance["effective_unit_cost"]} == {
-        SourceKind.QUOTED, SourceKind.MEASURED, SourceKind.ESTIMATED}
+        ProvenanceKind.QUOTED, ProvenanceKind.MEASURED, ProvenanceKind.ESTIMATED}
 
 
 def test_notes_report_latency_against_target_memory_margin_and_acceptance():
