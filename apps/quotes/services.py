@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_snapshot, model_update, record_change
 from apps.common import money
 from apps.common.errors import DetailedValidationError
 from apps.quotes import documents, selectors
@@ -55,15 +55,7 @@ def vendor_create(*, actor, team, name: str, website: str = "", contact: str = "
 
 @transaction.atomic
 def vendor_update(*, actor, vendor: Vendor, **changes) -> Vendor:
-    unknown = set(changes) - set(VENDOR_FIELDS)
-    if unknown:
-        raise TypeError(f"vendor_update does not change {sorted(unknown)}")
-    before = model_snapshot(vendor)
-    for name, value in changes.items():
-        setattr(vendor, name, value)
-    vendor.full_clean()
-    vendor.save(update_fields=[*changes])
-    record_change(actor=actor, instance=vendor, action=Action.UPDATE, before=before, after=model_snapshot(vendor))
+    vendor, _changed = model_update(instance=vendor, actor=actor, data=changes, fields=VENDOR_FIELDS)
     return vendor
 
 
@@ -136,18 +128,10 @@ def quote_create(*, actor, team, vendor: Vendor, **terms) -> Quote:
 
 @transaction.atomic
 def quote_update(*, actor, quote: Quote, **changes) -> Quote:
-    _check_terms(changes)
     if "vendor" in changes:
         _check_vendor(quote.team, changes["vendor"])
     # A changed currency applies to new price versions only: every version keeps the currency it was quoted in.
-    before = model_snapshot(quote)
-    for name, value in changes.items():
-        setattr(quote, name, value)
-    quote.full_clean()
-    quote.save()
-    after = model_snapshot(quote)
-    if {k: v for k, v in before.items() if k != "updated_at"} != {k: v for k, v in after.items() if k != "updated_at"}:
-        record_change(actor=actor, instance=quote, action=Action.UPDATE, before=before, after=after)
+    quote, _changed = model_update(instance=quote, actor=actor, data=changes, fields=QUOTE_TERM_FIELDS)
     return quote
 
 
@@ -333,11 +317,12 @@ def cost_line_remove(*, actor, line: CostLine) -> CostLine:
     line = CostLine.objects.select_for_update().get(pk=line.pk)
     if not line.is_current:
         raise ValidationError(_("This cost line was already replaced or removed."))
-    before = model_snapshot(line)
-    line.removed_at = timezone.now()
-    line.save(update_fields=["removed_at"])
-    record_change(
-        actor=actor, instance=line, action=Action.DELETE, before=before, after=model_snapshot(line),
+    line, _changed = model_update(
+        instance=line,
+        actor=actor,
+        data={"removed_at": timezone.now()},
+        fields=["removed_at"],
+        action=Action.DELETE,
         team=line.quote.team,
     )
     return line
@@ -359,26 +344,22 @@ def checklist_answer_set(
     evidence_document: QuoteDocument | None = None,
 ) -> ChecklistAnswer:
     """Answer (or re-answer) one checklist question of a quote; the previous answer stays in the audit log."""
+    values = {
+        "status": status,
+        "value": (value or "").strip(),
+        "evidence": (evidence or "").strip(),
+        "evidence_document": evidence_document,
+        "answered_by": actor if getattr(actor, "pk", None) else None,
+        "answered_at": timezone.now(),
+    }
     answer = ChecklistAnswer.objects.select_for_update().filter(quote=quote, question=question).first()
-    before = model_snapshot(answer) if answer is not None else None
-    if answer is None:
-        answer = ChecklistAnswer(quote=quote, question=question)
-    answer.status = status
-    answer.value = (value or "").strip()
-    answer.evidence = (evidence or "").strip()
-    answer.evidence_document = evidence_document
-    answer.answered_by = actor if getattr(actor, "pk", None) else None
-    answer.answered_at = timezone.now()
+    if answer is not None:
+        answer, _changed = model_update(instance=answer, actor=actor, data=values, fields=values, team=quote.team)
+        return answer
+    answer = ChecklistAnswer(quote=quote, question=question, **values)
     answer.full_clean()
     answer.save()
-    record_change(
-        actor=actor,
-        instance=answer,
-        action=Action.CREATE if before is None else Action.UPDATE,
-        before=before,
-        after=model_snapshot(answer),
-        team=quote.team,
-    )
+    record_change(actor=actor, instance=answer, action=Action.CREATE, after=model_snapshot(answer), team=quote.team)
     return answer
 
 
@@ -490,17 +471,7 @@ def candidate_create(*, actor, team, quote: Quote, workload_summary, **values) -
 
 @transaction.atomic
 def candidate_update(*, actor, candidate: Candidate, **changes) -> Candidate:
-    unknown = set(changes) - set(CANDIDATE_FIELDS)
-    if unknown:
-        raise TypeError(f"candidate_update does not change {sorted(unknown)}")
-    before = model_snapshot(candidate)
-    for name, value in changes.items():
-        setattr(candidate, name, value)
-    candidate.full_clean()
-    candidate.save(update_fields=[*changes])
-    record_change(
-        actor=actor, instance=candidate, action=Action.UPDATE, before=before, after=model_snapshot(candidate)
-    )
+    candidate, _changed = model_update(instance=candidate, actor=actor, data=changes, fields=CANDIDATE_FIELDS)
     return candidate
 
 
