@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_snapshot, model_update, record_change
 from apps.workloads import readiness
 from apps.workloads.models import Status, Workload, WorkloadSummary
 
@@ -100,13 +100,14 @@ def _checked(data: Mapping[str, Any]) -> dict[str, Any]:
     return dict(data)
 
 
-def _apply(summary: WorkloadSummary, data: Mapping[str, Any]) -> None:
+def _stored(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The values as a summary stores them: text fields store "" for "not stated", never NULL."""
+    values = dict(data)
     for name, value in data.items():
-        setattr(summary, name, value)
-    # Text fields store "" for "not stated", never NULL.
-    for field in summary._meta.concrete_fields:
-        if field.name in data and getattr(summary, field.attname) is None and not field.null:
-            setattr(summary, field.attname, field.get_default())
+        field = WorkloadSummary._meta.get_field(name)
+        if value is None and not field.null:
+            values[name] = field.get_default()
+    return values
 
 
 @transaction.atomic
@@ -116,8 +117,9 @@ def workload_create(*, actor, team, data: Mapping[str, Any]) -> WorkloadSummary:
     workload = Workload(team=team, created_by=actor)
     workload.full_clean()
     workload.save()
-    summary = WorkloadSummary(workload=workload, team=team, version=1, status=Status.DRAFT, created_by=actor)
-    _apply(summary, values)
+    summary = WorkloadSummary(
+        workload=workload, team=team, version=1, status=Status.DRAFT, created_by=actor, **_stored(values)
+    )
     summary.full_clean()
     summary.save()
     record_change(actor=actor, instance=workload, action=ObjectChange.Action.CREATE, after=model_snapshot(workload))
@@ -144,17 +146,7 @@ def summary_update(*, actor, summary: WorkloadSummary, data: Mapping[str, Any]) 
             % {"version": current.version, "latest": latest.version}
         )
     if current.is_draft:
-        before = model_snapshot(current)
-        _apply(current, values)
-        current.full_clean()
-        current.save()
-        record_change(
-            actor=actor,
-            instance=current,
-            action=ObjectChange.Action.UPDATE,
-            before=before,
-            after=model_snapshot(current),
-        )
+        current, _changed = model_update(instance=current, actor=actor, data=_stored(values), fields=EDITABLE_FIELDS)
         return current
 
     successor = WorkloadSummary(
@@ -163,9 +155,8 @@ def summary_update(*, actor, summary: WorkloadSummary, data: Mapping[str, Any]) 
         version=current.version + 1,
         status=Status.DRAFT,
         created_by=actor,
+        **_stored({**{name: getattr(current, name) for name in EDITABLE_FIELDS}, **values}),
     )
-    _apply(successor, {name: getattr(current, name) for name in EDITABLE_FIELDS})
-    _apply(successor, values)
     successor.full_clean()
     successor.save()
     record_change(
@@ -197,18 +188,17 @@ def summary_mark_ready(*, actor, summary: WorkloadSummary) -> WorkloadSummary:
     missing = readiness_errors(current)
     if missing:
         raise ValidationError(missing)
-    current.full_clean()
-    before = model_snapshot(current)
-    current.status = Status.READY
-    current.ready_at = timezone.now()
-    current.ready_by = actor if getattr(actor, "is_authenticated", False) else None
-    current.save(update_fields=["status", "ready_at", "ready_by", "updated_at"])
-    record_change(
-        actor=actor,
+    readied = {
+        "status": Status.READY,
+        "ready_at": timezone.now(),
+        "ready_by": actor if getattr(actor, "is_authenticated", False) else None,
+    }
+    current, _changed = model_update(
         instance=current,
+        actor=actor,
+        data=readied,
+        fields=readied,
         action=ObjectChange.Action.TRANSITION,
-        before=before,
-        after=model_snapshot(current),
         message=_("Version %(version)s marked ready: it is now frozen.") % {"version": current.version},
     )
     return current
