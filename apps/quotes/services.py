@@ -62,13 +62,16 @@ def vendor_update(*, actor, vendor: Vendor, **changes) -> Vendor:
 # ---------------------------------------------------------------------------------------------------------------
 # Quotes (their terms; prices are versions)
 
-QUOTE_TERM_FIELDS = (
+#: A quote's terms by group, in the order the quote form shows them.
+QUOTE_OFFER_FIELDS = (
     "vendor",
     "title",
     "vendor_reference",
     "sku",
     "region",
     "zone",
+)
+QUOTE_HARDWARE_FIELDS = (
     "gpu",
     "served_model",
     "form_factor",
@@ -83,6 +86,8 @@ QUOTE_TERM_FIELDS = (
     "storage_bandwidth",
     "network_bandwidth",
     "placement",
+)
+QUOTE_COMMERCIAL_FIELDS = (
     "commercial_model",
     "price_unit",
     "currency",
@@ -94,12 +99,20 @@ QUOTE_TERM_FIELDS = (
     "support_tier",
     "spot_preemption_rate_per_hour",
     "spot_preemption_source",
+)
+QUOTE_OWNING_FIELDS = (
     "amortisation_months",
     "amortisation_source",
     "power_kw_per_node",
     "power_source",
     "pue",
     "pue_source",
+)
+QUOTE_TERM_FIELDS = (
+    *QUOTE_OFFER_FIELDS,
+    *QUOTE_HARDWARE_FIELDS,
+    *QUOTE_COMMERCIAL_FIELDS,
+    *QUOTE_OWNING_FIELDS,
     "notes",
 )
 

@@ -16,11 +16,8 @@ from apps.audit.services import model_snapshot, model_update, record_change
 from apps.workloads import readiness
 from apps.workloads.models import Status, Workload, WorkloadSummary
 
-#: The fields a person states; everything else (team, version, status, who and when) the services set.
-EDITABLE_FIELDS = (
-    "name",
-    "notes",
-    "workload_type",
+#: The fields of step 1 by section, in the order the summary form shows them.
+MODEL_SHAPE_FIELDS = (
     "model_name",
     "architecture",
     "params",
@@ -44,8 +41,8 @@ EDITABLE_FIELDS = (
     "modality",
     "tokenizer",
     "model_change_cadence",
-    "shape_extras",
-    "config_json",
+)
+REQUEST_SHAPE_FIELDS = (
     "mean_input_tokens",
     "p95_input_tokens",
     "mean_output_tokens",
@@ -63,6 +60,8 @@ EDITABLE_FIELDS = (
     "demand_per_month",
     "hours_per_day",
     "days_per_month",
+)
+TRAINING_FIELDS = (
     "tokens_to_train",
     "training_sequence_length",
     "zero_stage",
@@ -74,9 +73,13 @@ EDITABLE_FIELDS = (
     "checkpoint_interval_minutes",
     "expected_failures_per_1000_gpu_hours",
     "failure_rate_source",
+)
+SUCCESS_FIELDS = (
     "unit_of_success",
     "quality_acceptance_rate",
     "quality_acceptance_source",
+)
+LATENCY_FIELDS = (
     "latency_class",
     "p95_ttft_ms",
     "p99_ttft_ms",
@@ -85,11 +88,30 @@ EDITABLE_FIELDS = (
     "p95_e2e_ms",
     "p99_e2e_ms",
     "streaming",
+)
+OPERATIONS_FIELDS = (
     "operating_mode",
     "operating_boundary",
     "tools",
+)
+DECISION_METRIC_FIELDS = (
     "decision_metric",
     "decision_metric_reason",
+)
+#: The fields a person states; everything else (team, version, status, who and when) the services set.
+EDITABLE_FIELDS = (
+    "name",
+    "notes",
+    "workload_type",
+    *MODEL_SHAPE_FIELDS,
+    "shape_extras",
+    "config_json",
+    *REQUEST_SHAPE_FIELDS,
+    *TRAINING_FIELDS,
+    *SUCCESS_FIELDS,
+    *LATENCY_FIELDS,
+    *OPERATIONS_FIELDS,
+    *DECISION_METRIC_FIELDS,
 )
 
 
