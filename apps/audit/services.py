@@ -1,5 +1,5 @@
-"""Write audit entries. Every app's services call record_change() inside their own transaction, or model_update() to
-change a record's fields and audit the change in one step."""
+"""Write audit entries. Every app's services call record_change() inside their own transaction, or model_create() and
+model_update() to validate, save and audit a record in one step."""
 
 import json
 from collections.abc import Iterable, Mapping
@@ -65,6 +65,32 @@ def record_change(
 
 
 ModelT = TypeVar("ModelT", bound=models.Model)
+
+
+@transaction.atomic
+def model_create(
+    *,
+    instance: ModelT,
+    actor,
+    message: str = "",
+    team=None,
+    audit_fields: Iterable[str] | None = None,
+) -> ModelT:
+    """Validate a new, unsaved `instance` with full_clean(), save it and write its "create" audit entry.
+
+    `audit_fields` limits what the entry shows (default: every concrete field), as for model_update().
+    """
+    instance.full_clean()
+    instance.save()
+    record_change(
+        actor=actor,
+        instance=instance,
+        action=ObjectChange.Action.CREATE,
+        after=model_snapshot(instance, audit_fields),
+        message=message,
+        team=team,
+    )
+    return instance
 
 
 @transaction.atomic

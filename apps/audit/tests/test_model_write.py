@@ -1,10 +1,11 @@
-"""model_update() sets the given fields, validates the row, saves what changed and writes one audit entry."""
+"""model_update() sets the given fields, validates the row, saves what changed and writes one audit entry;
+model_create() validates, saves and audits a new record."""
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_update
+from apps.audit.services import model_create, model_update
 
 
 def test_a_change_is_saved_and_audited_with_before_and_after(scoped_models, team, platform_user):
@@ -75,3 +76,19 @@ def test_the_entry_shows_only_the_audit_fields_and_takes_the_action_and_team_giv
     assert (entry.before, entry.after) == ({"text": "draft"}, {"text": "final"})
     assert entry.actor is None and entry.actor_label == "a command"
     assert entry.team == other_team
+
+
+def test_a_new_record_is_validated_saved_and_audited(scoped_models, team, platform_user):
+    note = model_create(instance=scoped_models.Note(team=team, text="draft"), actor=platform_user, message="filed")
+
+    entry = ObjectChange.objects.for_object(note).get()
+    assert entry.action == ObjectChange.Action.CREATE
+    assert entry.before is None and entry.after == {"id": note.pk, "team_id": team.pk, "text": "draft"}
+    assert entry.message == "filed" and entry.team == team
+
+
+def test_an_invalid_new_record_is_neither_saved_nor_audited(scoped_models, team, platform_user):
+    with pytest.raises(ValidationError):
+        model_create(instance=scoped_models.Note(team=team, text=""), actor=platform_user)
+    assert not scoped_models.Note.objects.exists()
+    assert not ObjectChange.objects.exists()
