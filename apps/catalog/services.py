@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, model_update, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.catalog.catalog_csv import CatalogFileError, CatalogRow
 from apps.catalog.models import SPEC_UNITS, GpuModel, GpuSpec, SpecKey
 
@@ -149,11 +149,7 @@ def gpu_model_create(*, actor, **fields) -> GpuModel:
     unknown = set(fields) - set(GPU_MODEL_EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"gpu_model_create() got unexpected fields: {', '.join(sorted(unknown))}")
-    gpu = GpuModel(**fields)
-    gpu.full_clean()
-    gpu.save()
-    record_change(actor=actor, instance=gpu, action=ObjectChange.Action.CREATE, after=model_snapshot(gpu))
-    return gpu
+    return model_create(instance=GpuModel(**fields), actor=actor)
 
 
 @transaction.atomic

@@ -12,7 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from apps.audit.services import model_snapshot, model_update, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.fleet import protocol
 from apps.fleet.conf import protocol_settings
 from apps.fleet.errors import ProtocolError
@@ -32,11 +32,7 @@ from apps.fleet.models import (
 
 @transaction.atomic
 def pool_create(*, team, name: str, description: str = "", actor=None) -> AgentPool:
-    pool = AgentPool(team=team, name=name, description=description)
-    pool.full_clean()
-    pool.save()
-    record_change(actor=actor, instance=pool, action="create", after=model_snapshot(pool))
-    return pool
+    return model_create(instance=AgentPool(team=team, name=name, description=description), actor=actor)
 
 
 @transaction.atomic
@@ -65,10 +61,7 @@ def registration_token_create(
         expires_at=expires_at,
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
-    token.full_clean()
-    token.save()
-    record_change(actor=actor, instance=token, action="create", after=model_snapshot(token, _TOKEN_AUDIT_FIELDS),
-                  team=pool.team)
+    model_create(instance=token, actor=actor, team=pool.team, audit_fields=_TOKEN_AUDIT_FIELDS)
     return token, secret
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, model_update, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.common import money
 from apps.common.errors import DetailedValidationError
 from apps.quotes import documents, selectors
@@ -47,10 +47,7 @@ VENDOR_FIELDS = ("name", "website", "contact", "notes")
 @transaction.atomic
 def vendor_create(*, actor, team, name: str, website: str = "", contact: str = "", notes: str = "") -> Vendor:
     vendor = Vendor(team=team, name=name.strip(), website=website, contact=contact, notes=notes)
-    vendor.full_clean()
-    vendor.save()
-    record_change(actor=actor, instance=vendor, action=Action.CREATE, after=model_snapshot(vendor))
-    return vendor
+    return model_create(instance=vendor, actor=actor)
 
 
 @transaction.atomic
@@ -133,10 +130,7 @@ def quote_create(*, actor, team, vendor: Vendor, **terms) -> Quote:
     _check_terms(terms)
     _check_vendor(team, vendor)
     quote = Quote(team=team, vendor=vendor, created_by=actor if getattr(actor, "pk", None) else None, **terms)
-    quote.full_clean()
-    quote.save()
-    record_change(actor=actor, instance=quote, action=Action.CREATE, after=model_snapshot(quote))
-    return quote
+    return model_create(instance=quote, actor=actor)
 
 
 @transaction.atomic
@@ -370,10 +364,7 @@ def checklist_answer_set(
         answer, _changed = model_update(instance=answer, actor=actor, data=values, fields=values, team=quote.team)
         return answer
     answer = ChecklistAnswer(quote=quote, question=question, **values)
-    answer.full_clean()
-    answer.save()
-    record_change(actor=actor, instance=answer, action=Action.CREATE, after=model_snapshot(answer), team=quote.team)
-    return answer
+    return model_create(instance=answer, actor=actor, team=quote.team)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -405,10 +396,7 @@ def exchange_rate_record(
         as_of=as_of,
         entered_by=actor if getattr(actor, "pk", None) else None,
     )
-    exchange_rate.full_clean()
-    exchange_rate.save()
-    record_change(actor=actor, instance=exchange_rate, action=Action.CREATE, after=model_snapshot(exchange_rate))
-    return exchange_rate
+    return model_create(instance=exchange_rate, actor=actor)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -476,10 +464,7 @@ def candidate_create(*, actor, team, quote: Quote, workload_summary, **values) -
         created_by=actor if getattr(actor, "pk", None) else None,
         **values,
     )
-    candidate.full_clean()
-    candidate.save()
-    record_change(actor=actor, instance=candidate, action=Action.CREATE, after=model_snapshot(candidate))
-    return candidate
+    return model_create(instance=candidate, actor=actor)
 
 
 @transaction.atomic

@@ -144,6 +144,7 @@ def workload_create(*, actor, team, data: Mapping[str, Any]) -> WorkloadSummary:
     )
     summary.full_clean()
     summary.save()
+    # The workload's entry comes once its version 1 exists: a workload is named after its latest version.
     record_change(actor=actor, instance=workload, action=ObjectChange.Action.CREATE, after=model_snapshot(workload))
     record_change(
         actor=actor,
