@@ -20,6 +20,7 @@ from apps.quotes.models import (
     Vendor,
 )
 from apps.quotes.services import (
+    COST_LINE_FIELDS,
     QUOTE_COMMERCIAL_FIELDS,
     QUOTE_HARDWARE_FIELDS,
     QUOTE_OFFER_FIELDS,
@@ -149,19 +150,8 @@ def applicable_components(quote: Quote) -> list[str]:
 class CostLineForm(ServiceModelForm):
     class Meta:
         model = CostLine
-        fields = [
-            "kind",
-            "candidate",
-            "description",
-            "quantity",
-            "unit",
-            "rate",
-            "currency",
-            "period",
-            "source_reference",
-            "observed_at",
-            "estimate_reason",
-        ]
+        # Who estimated is the person entering the line: the service sets it.
+        fields = [name for name in COST_LINE_FIELDS if name != "estimated_by"]
         widgets = {"observed_at": DateTimeLocalInput()}
 
     def __init__(self, *args, quote: Quote, **kwargs):

@@ -252,8 +252,8 @@ def document_attach(*, actor, quote: Quote, upload: UploadedFile, description: s
 # Cost lines
 
 COST_LINE_FIELDS = (
-    "candidate",
     "kind",
+    "candidate",
     "description",
     "quantity",
     "unit",
