@@ -1,5 +1,7 @@
 """Reads about users, teams and roles."""
 
+from django.contrib.auth import get_user_model
+
 from apps.accounts.models import Team
 
 
@@ -10,3 +12,8 @@ def teams_for_user(user):
     if user.is_superuser:
         return Team.objects.all()
     return Team.objects.filter(memberships__user=user)
+
+
+def team_members_for_user(user):
+    """The people who share a team with a user (every member of every team for a superuser)."""
+    return get_user_model().objects.filter(memberships__team__in=teams_for_user(user)).distinct()

@@ -23,7 +23,7 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from dossier_agent.contract import job_specs
 
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_create, model_snapshot, record_change
 from apps.benchmarks.models import (
     ACTIVE_JOB_STATUSES,
     LIVE_ATTEMPT_STATUSES,
@@ -91,10 +91,7 @@ def plan_create(
         team=team, name=name, description=description, spec=spec, target_pool=target_pool,
         target_agent=target_agent, created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
-    plan.full_clean()
-    plan.save()
-    record_change(actor=actor, instance=plan, action="create", after=model_snapshot(plan, _PLAN_AUDIT_FIELDS))
-    return plan
+    return model_create(instance=plan, actor=actor, audit_fields=_PLAN_AUDIT_FIELDS)
 
 
 def operations_needed(entry, declared: list[str]) -> list[str]:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.catalog.catalog_csv import CatalogFileError, CatalogRow
 from apps.catalog.models import SPEC_UNITS, GpuModel, GpuSpec, SpecKey
 
@@ -149,31 +149,14 @@ def gpu_model_create(*, actor, **fields) -> GpuModel:
     unknown = set(fields) - set(GPU_MODEL_EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"gpu_model_create() got unexpected fields: {', '.join(sorted(unknown))}")
-    gpu = GpuModel(**fields)
-    gpu.full_clean()
-    gpu.save()
-    record_change(actor=actor, instance=gpu, action=ObjectChange.Action.CREATE, after=model_snapshot(gpu))
-    return gpu
+    return model_create(instance=GpuModel(**fields), actor=actor)
 
 
 @transaction.atomic
 def gpu_model_update(*, actor, gpu: GpuModel, **changes) -> GpuModel:
     """Change the descriptive fields of a GPU model (not its figures), audited with before/after."""
-    unknown = set(changes) - set(GPU_MODEL_EDITABLE_FIELDS)
-    if unknown:
-        raise TypeError(f"gpu_model_update() got unexpected fields: {', '.join(sorted(unknown))}")
     gpu = GpuModel.objects.select_for_update().get(pk=gpu.pk)
-    before = model_snapshot(gpu)
-    for name, value in changes.items():
-        setattr(gpu, name, value)
-    changed = [name for name in changes if before.get(name) != model_snapshot(gpu, [name]).get(name)]
-    if not changed:
-        return gpu
-    gpu.full_clean()
-    gpu.save(update_fields=changed)
-    record_change(
-        actor=actor, instance=gpu, action=ObjectChange.Action.UPDATE, before=before, after=model_snapshot(gpu)
-    )
+    gpu, _changed = model_update(instance=gpu, actor=actor, data=changes, fields=GPU_MODEL_EDITABLE_FIELDS)
     return gpu
 
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.common import money
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 
@@ -70,27 +70,9 @@ def candidate_figure_set(
     entered_by = actor if getattr(actor, "pk", None) else None
     if existing is None:
         item = CandidateFigure(candidate=candidate, metric=metric, entered_by=entered_by, **values)
-        item.full_clean()
-        item.save()
-        record_change(
-            actor=actor, instance=item, action=Action.CREATE, after=model_snapshot(item), team=candidate.team
-        )
-        return item
-    before = model_snapshot(existing)
-    for name, new_value in values.items():
-        setattr(existing, name, new_value)
-    existing.entered_by = entered_by
-    existing.entered_at = timezone.now()
-    existing.full_clean()
-    existing.save()
-    record_change(
-        actor=actor,
-        instance=existing,
-        action=Action.UPDATE,
-        before=before,
-        after=model_snapshot(existing),
-        team=candidate.team,
-    )
+        return model_create(instance=item, actor=actor, team=candidate.team)
+    changes = {**values, "entered_by": entered_by, "entered_at": timezone.now()}
+    existing, _changed = model_update(instance=existing, actor=actor, data=changes, fields=changes, team=candidate.team)
     return existing
 
 

@@ -12,7 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.catalog.models import SpecKey
 from apps.fleet import protocol
 from apps.fleet.conf import protocol_settings
@@ -33,19 +33,12 @@ from apps.fleet.models import (
 
 @transaction.atomic
 def pool_create(*, team, name: str, description: str = "", actor=None) -> AgentPool:
-    pool = AgentPool(team=team, name=name, description=description)
-    pool.full_clean()
-    pool.save()
-    record_change(actor=actor, instance=pool, action="create", after=model_snapshot(pool))
-    return pool
+    return model_create(instance=AgentPool(team=team, name=name, description=description), actor=actor)
 
 
 @transaction.atomic
 def pool_set_active(*, pool: AgentPool, is_active: bool, actor=None) -> AgentPool:
-    before = model_snapshot(pool)
-    pool.is_active = is_active
-    pool.save(update_fields=["is_active"])
-    record_change(actor=actor, instance=pool, action="update", before=before, after=model_snapshot(pool))
+    pool, _changed = model_update(instance=pool, actor=actor, data={"is_active": is_active}, fields=["is_active"])
     return pool
 
 
@@ -69,10 +62,7 @@ def registration_token_create(
         expires_at=expires_at,
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
-    token.full_clean()
-    token.save()
-    record_change(actor=actor, instance=token, action="create", after=model_snapshot(token, _TOKEN_AUDIT_FIELDS),
-                  team=pool.team)
+    model_create(instance=token, actor=actor, team=pool.team, audit_fields=_TOKEN_AUDIT_FIELDS)
     return token, secret
 
 
@@ -82,12 +72,11 @@ _TOKEN_AUDIT_FIELDS = ["id", "pool", "description", "token_prefix", "single_use"
 @transaction.atomic
 def registration_token_revoke(*, token: RegistrationToken, actor=None) -> RegistrationToken:
     if token.revoked_at is None:
-        before = model_snapshot(token, _TOKEN_AUDIT_FIELDS)
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
-        record_change(actor=actor, instance=token, action="transition", before=before,
-                      after=model_snapshot(token, _TOKEN_AUDIT_FIELDS), team=token.pool.team,
-                      message="registration token revoked")
+        token, _changed = model_update(
+            instance=token, actor=actor, data={"revoked_at": timezone.now()}, fields=["revoked_at"],
+            action="transition", audit_fields=_TOKEN_AUDIT_FIELDS, team=token.pool.team,
+            message="registration token revoked",
+        )
     return token
 
 
@@ -95,12 +84,11 @@ def registration_token_revoke(*, token: RegistrationToken, actor=None) -> Regist
 def agent_revoke(*, agent: Agent, actor=None) -> Agent:
     """The agent's token stops working at once; the node may register again with a valid registration token."""
     if agent.revoked_at is None:
-        before = model_snapshot(agent, _AGENT_AUDIT_FIELDS)
-        agent.revoked_at = timezone.now()
-        agent.status = AgentStatus.OFFLINE
-        agent.save(update_fields=["revoked_at", "status"])
-        record_change(actor=actor, instance=agent, action="transition", before=before,
-                      after=model_snapshot(agent, _AGENT_AUDIT_FIELDS), team=agent.pool.team, message="agent revoked")
+        revoked = {"revoked_at": timezone.now(), "status": AgentStatus.OFFLINE}
+        agent, _changed = model_update(
+            instance=agent, actor=actor, data=revoked, fields=revoked, action="transition",
+            audit_fields=_AGENT_AUDIT_FIELDS, team=agent.pool.team, message="agent revoked",
+        )
     return agent
 
 
@@ -111,11 +99,10 @@ _AGENT_AUDIT_FIELDS = ["id", "pool", "name", "machine_id", "token_prefix", "vers
 @transaction.atomic
 def agent_request_command(*, agent: Agent, command: AgentCommand | str, actor=None) -> Agent:
     """Queue pause/resume/stop for the agent's next heartbeat (a newer command replaces an undelivered one)."""
-    before = model_snapshot(agent, _AGENT_AUDIT_FIELDS)
-    agent.pending_command = AgentCommand(command).value
-    agent.save(update_fields=["pending_command"])
-    record_change(actor=actor, instance=agent, action="update", before=before,
-                  after=model_snapshot(agent, _AGENT_AUDIT_FIELDS), team=agent.pool.team)
+    agent, _changed = model_update(
+        instance=agent, actor=actor, data={"pending_command": AgentCommand(command).value},
+        fields=["pending_command"], audit_fields=_AGENT_AUDIT_FIELDS, team=agent.pool.team,
+    )
     return agent
 
 
@@ -340,12 +327,11 @@ def agent_link_candidate(*, agent: Agent, candidate, actor=None) -> Agent:
     """Say which quoted node the agent runs on (None to unlink), then check its inventory against the quote."""
     if candidate is not None and candidate.team_id != agent.pool.team_id:
         raise ValidationError(_("The candidate belongs to another team."))
-    before = model_snapshot(agent, _AGENT_AUDIT_FIELDS)
-    agent.candidate = candidate
-    agent.save(update_fields=["candidate"])
+    agent, _changed = model_update(
+        instance=agent, actor=actor, data={"candidate": candidate}, fields=["candidate"],
+        audit_fields=_AGENT_AUDIT_FIELDS, team=agent.pool.team,
+    )
     agent_check_inventory(agent=agent)
-    record_change(actor=actor, instance=agent, action="update", before=before,
-                  after=model_snapshot(agent, _AGENT_AUDIT_FIELDS), team=agent.pool.team)
     return agent
 
 

@@ -19,7 +19,15 @@ from apps.quotes.models import (
     QuoteDocument,
     Vendor,
 )
-from apps.quotes.services import QUOTE_TERM_FIELDS
+from apps.quotes.services import (
+    COST_LINE_FIELDS,
+    QUOTE_COMMERCIAL_FIELDS,
+    QUOTE_HARDWARE_FIELDS,
+    QUOTE_OFFER_FIELDS,
+    QUOTE_OWNING_FIELDS,
+    QUOTE_TERM_FIELDS,
+    VENDOR_FIELDS,
+)
 from apps.workloads.models import WorkloadSummary
 
 DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
@@ -58,53 +66,17 @@ class VendorForm(ServiceModelForm):
 
     class Meta:
         model = Vendor
-        fields = ["name", "website", "contact", "notes"]
+        fields = list(VENDOR_FIELDS)
         widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
 
 
 #: The quote form's fieldsets, in order: (legend, field names).
 QUOTE_FIELDSETS = [
-    (_("Offer"), ["vendor", "title", "vendor_reference", "sku", "region", "zone"]),
-    (
-        _("Hardware and topology"),
-        [
-            "gpu",
-            "served_model",
-            "form_factor",
-            "gpu_memory_gb",
-            "gpus_per_node",
-            "node_count",
-            "vcpus_per_node",
-            "ram_gb_per_node",
-            "local_nvme_tb_per_node",
-            "interconnect_intra_node",
-            "interconnect_inter_node",
-            "storage_bandwidth",
-            "network_bandwidth",
-            "placement",
-        ],
-    ),
-    (
-        _("Commercial terms"),
-        [
-            "commercial_model",
-            "price_unit",
-            "currency",
-            "billing_granularity_seconds",
-            "term_months",
-            "committed_hours_per_month",
-            "payment_option",
-            "cancellation_terms",
-            "support_tier",
-            "spot_preemption_rate_per_hour",
-            "spot_preemption_source",
-        ],
-    ),
-    (
-        _("Owning (purchase quotes)"),
-        ["amortisation_months", "amortisation_source", "power_kw_per_node", "power_source", "pue", "pue_source"],
-    ),
-    (_("Notes"), ["notes"]),
+    (_("Offer"), QUOTE_OFFER_FIELDS),
+    (_("Hardware and topology"), QUOTE_HARDWARE_FIELDS),
+    (_("Commercial terms"), QUOTE_COMMERCIAL_FIELDS),
+    (_("Owning (purchase quotes)"), QUOTE_OWNING_FIELDS),
+    (_("Notes"), ("notes",)),
 ]
 
 
@@ -178,19 +150,8 @@ def applicable_components(quote: Quote) -> list[str]:
 class CostLineForm(ServiceModelForm):
     class Meta:
         model = CostLine
-        fields = [
-            "kind",
-            "candidate",
-            "description",
-            "quantity",
-            "unit",
-            "rate",
-            "currency",
-            "period",
-            "source_reference",
-            "observed_at",
-            "estimate_reason",
-        ]
+        # Who estimated is the person entering the line: the service sets it.
+        fields = [name for name in COST_LINE_FIELDS if name != "estimated_by"]
         widgets = {"observed_at": DateTimeLocalInput()}
 
     def __init__(self, *args, quote: Quote, **kwargs):

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.common import money
 from apps.common.errors import DetailedValidationError
 from apps.quotes import documents, selectors
@@ -47,36 +47,28 @@ VENDOR_FIELDS = ("name", "website", "contact", "notes")
 @transaction.atomic
 def vendor_create(*, actor, team, name: str, website: str = "", contact: str = "", notes: str = "") -> Vendor:
     vendor = Vendor(team=team, name=name.strip(), website=website, contact=contact, notes=notes)
-    vendor.full_clean()
-    vendor.save()
-    record_change(actor=actor, instance=vendor, action=Action.CREATE, after=model_snapshot(vendor))
-    return vendor
+    return model_create(instance=vendor, actor=actor)
 
 
 @transaction.atomic
 def vendor_update(*, actor, vendor: Vendor, **changes) -> Vendor:
-    unknown = set(changes) - set(VENDOR_FIELDS)
-    if unknown:
-        raise TypeError(f"vendor_update does not change {sorted(unknown)}")
-    before = model_snapshot(vendor)
-    for name, value in changes.items():
-        setattr(vendor, name, value)
-    vendor.full_clean()
-    vendor.save(update_fields=[*changes])
-    record_change(actor=actor, instance=vendor, action=Action.UPDATE, before=before, after=model_snapshot(vendor))
+    vendor, _changed = model_update(instance=vendor, actor=actor, data=changes, fields=VENDOR_FIELDS)
     return vendor
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Quotes (their terms; prices are versions)
 
-QUOTE_TERM_FIELDS = (
+#: A quote's terms by group, in the order the quote form shows them.
+QUOTE_OFFER_FIELDS = (
     "vendor",
     "title",
     "vendor_reference",
     "sku",
     "region",
     "zone",
+)
+QUOTE_HARDWARE_FIELDS = (
     "gpu",
     "served_model",
     "form_factor",
@@ -91,6 +83,8 @@ QUOTE_TERM_FIELDS = (
     "storage_bandwidth",
     "network_bandwidth",
     "placement",
+)
+QUOTE_COMMERCIAL_FIELDS = (
     "commercial_model",
     "price_unit",
     "currency",
@@ -102,12 +96,20 @@ QUOTE_TERM_FIELDS = (
     "support_tier",
     "spot_preemption_rate_per_hour",
     "spot_preemption_source",
+)
+QUOTE_OWNING_FIELDS = (
     "amortisation_months",
     "amortisation_source",
     "power_kw_per_node",
     "power_source",
     "pue",
     "pue_source",
+)
+QUOTE_TERM_FIELDS = (
+    *QUOTE_OFFER_FIELDS,
+    *QUOTE_HARDWARE_FIELDS,
+    *QUOTE_COMMERCIAL_FIELDS,
+    *QUOTE_OWNING_FIELDS,
     "notes",
 )
 
@@ -128,26 +130,15 @@ def quote_create(*, actor, team, vendor: Vendor, **terms) -> Quote:
     _check_terms(terms)
     _check_vendor(team, vendor)
     quote = Quote(team=team, vendor=vendor, created_by=actor if getattr(actor, "pk", None) else None, **terms)
-    quote.full_clean()
-    quote.save()
-    record_change(actor=actor, instance=quote, action=Action.CREATE, after=model_snapshot(quote))
-    return quote
+    return model_create(instance=quote, actor=actor)
 
 
 @transaction.atomic
 def quote_update(*, actor, quote: Quote, **changes) -> Quote:
-    _check_terms(changes)
     if "vendor" in changes:
         _check_vendor(quote.team, changes["vendor"])
     # A changed currency applies to new price versions only: every version keeps the currency it was quoted in.
-    before = model_snapshot(quote)
-    for name, value in changes.items():
-        setattr(quote, name, value)
-    quote.full_clean()
-    quote.save()
-    after = model_snapshot(quote)
-    if {k: v for k, v in before.items() if k != "updated_at"} != {k: v for k, v in after.items() if k != "updated_at"}:
-        record_change(actor=actor, instance=quote, action=Action.UPDATE, before=before, after=after)
+    quote, _changed = model_update(instance=quote, actor=actor, data=changes, fields=QUOTE_TERM_FIELDS)
     return quote
 
 
@@ -261,8 +252,8 @@ def document_attach(*, actor, quote: Quote, upload: UploadedFile, description: s
 # Cost lines
 
 COST_LINE_FIELDS = (
-    "candidate",
     "kind",
+    "candidate",
     "description",
     "quantity",
     "unit",
@@ -333,11 +324,12 @@ def cost_line_remove(*, actor, line: CostLine) -> CostLine:
     line = CostLine.objects.select_for_update().get(pk=line.pk)
     if not line.is_current:
         raise ValidationError(_("This cost line was already replaced or removed."))
-    before = model_snapshot(line)
-    line.removed_at = timezone.now()
-    line.save(update_fields=["removed_at"])
-    record_change(
-        actor=actor, instance=line, action=Action.DELETE, before=before, after=model_snapshot(line),
+    line, _changed = model_update(
+        instance=line,
+        actor=actor,
+        data={"removed_at": timezone.now()},
+        fields=["removed_at"],
+        action=Action.DELETE,
         team=line.quote.team,
     )
     return line
@@ -359,27 +351,20 @@ def checklist_answer_set(
     evidence_document: QuoteDocument | None = None,
 ) -> ChecklistAnswer:
     """Answer (or re-answer) one checklist question of a quote; the previous answer stays in the audit log."""
+    values = {
+        "status": status,
+        "value": (value or "").strip(),
+        "evidence": (evidence or "").strip(),
+        "evidence_document": evidence_document,
+        "answered_by": actor if getattr(actor, "pk", None) else None,
+        "answered_at": timezone.now(),
+    }
     answer = ChecklistAnswer.objects.select_for_update().filter(quote=quote, question=question).first()
-    before = model_snapshot(answer) if answer is not None else None
-    if answer is None:
-        answer = ChecklistAnswer(quote=quote, question=question)
-    answer.status = status
-    answer.value = (value or "").strip()
-    answer.evidence = (evidence or "").strip()
-    answer.evidence_document = evidence_document
-    answer.answered_by = actor if getattr(actor, "pk", None) else None
-    answer.answered_at = timezone.now()
-    answer.full_clean()
-    answer.save()
-    record_change(
-        actor=actor,
-        instance=answer,
-        action=Action.CREATE if before is None else Action.UPDATE,
-        before=before,
-        after=model_snapshot(answer),
-        team=quote.team,
-    )
-    return answer
+    if answer is not None:
+        answer, _changed = model_update(instance=answer, actor=actor, data=values, fields=values, team=quote.team)
+        return answer
+    answer = ChecklistAnswer(quote=quote, question=question, **values)
+    return model_create(instance=answer, actor=actor, team=quote.team)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -411,10 +396,7 @@ def exchange_rate_record(
         as_of=as_of,
         entered_by=actor if getattr(actor, "pk", None) else None,
     )
-    exchange_rate.full_clean()
-    exchange_rate.save()
-    record_change(actor=actor, instance=exchange_rate, action=Action.CREATE, after=model_snapshot(exchange_rate))
-    return exchange_rate
+    return model_create(instance=exchange_rate, actor=actor)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -482,25 +464,12 @@ def candidate_create(*, actor, team, quote: Quote, workload_summary, **values) -
         created_by=actor if getattr(actor, "pk", None) else None,
         **values,
     )
-    candidate.full_clean()
-    candidate.save()
-    record_change(actor=actor, instance=candidate, action=Action.CREATE, after=model_snapshot(candidate))
-    return candidate
+    return model_create(instance=candidate, actor=actor)
 
 
 @transaction.atomic
 def candidate_update(*, actor, candidate: Candidate, **changes) -> Candidate:
-    unknown = set(changes) - set(CANDIDATE_FIELDS)
-    if unknown:
-        raise TypeError(f"candidate_update does not change {sorted(unknown)}")
-    before = model_snapshot(candidate)
-    for name, value in changes.items():
-        setattr(candidate, name, value)
-    candidate.full_clean()
-    candidate.save(update_fields=[*changes])
-    record_change(
-        actor=actor, instance=candidate, action=Action.UPDATE, before=before, after=model_snapshot(candidate)
-    )
+    candidate, _changed = model_update(instance=candidate, actor=actor, data=changes, fields=CANDIDATE_FIELDS)
     return candidate
 
 

@@ -15,7 +15,16 @@ from apps.workloads.memory.errors import ShapeError
 from apps.workloads.memory.hf_config import parse_hf_config_json
 from apps.workloads.memory.shapes import SHAPE_LIMITS
 from apps.workloads.models import Tool, WorkloadSummary
-from apps.workloads.services import EDITABLE_FIELDS
+from apps.workloads.services import (
+    DECISION_METRIC_FIELDS,
+    EDITABLE_FIELDS,
+    LATENCY_FIELDS,
+    MODEL_SHAPE_FIELDS,
+    OPERATIONS_FIELDS,
+    REQUEST_SHAPE_FIELDS,
+    SUCCESS_FIELDS,
+    TRAINING_FIELDS,
+)
 from apps.workloads.validation import shape_error_message
 
 BILLION = 10**9
@@ -24,92 +33,13 @@ MAX_CONFIG_BYTES = 1_000_000  # a config.json is a few kilobytes; a megabyte is 
 #: The form's sections in the order of step 1 (title, fields). The template renders them in this order.
 SECTIONS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
     ("workload", _("Workload"), ("name", "workload_type", "notes")),
-    (
-        "model",
-        _("Model shape"),
-        (
-            "model_name",
-            "architecture",
-            "params",
-            "active_params",
-            "num_layers",
-            "hidden_size",
-            "num_attention_heads",
-            "num_kv_heads",
-            "head_dim",
-            "ffn_size",
-            "vocab_size",
-            "tied_embeddings",
-            "num_experts",
-            "num_experts_per_token",
-            "expert_ffn_size",
-            "sliding_window",
-            "sliding_window_layers",
-            "precision",
-            "kv_cache_precision",
-            "max_context_tokens",
-            "modality",
-            "tokenizer",
-            "model_change_cadence",
-        ),
-    ),
-    (
-        "request",
-        _("Request shape"),
-        (
-            "mean_input_tokens",
-            "p95_input_tokens",
-            "mean_output_tokens",
-            "p95_output_tokens",
-            "image_width_px",
-            "image_height_px",
-            "video_duration_seconds",
-            "video_frames_per_second",
-            "batch_size",
-            "concurrent_sessions_mean",
-            "concurrent_sessions_peak",
-            "arrival_rate_mean",
-            "arrival_rate_peak",
-            "records_per_job",
-            "demand_per_month",
-            "hours_per_day",
-            "days_per_month",
-        ),
-    ),
-    (
-        "training",
-        _("Training and fine-tuning"),
-        (
-            "tokens_to_train",
-            "training_sequence_length",
-            "zero_stage",
-            "data_parallel_gpus",
-            "recompute",
-            "lora_rank",
-            "target_eval_metric",
-            "target_eval_score",
-            "checkpoint_interval_minutes",
-            "expected_failures_per_1000_gpu_hours",
-            "failure_rate_source",
-        ),
-    ),
-    ("success", _("Unit of success"), ("unit_of_success", "quality_acceptance_rate", "quality_acceptance_source")),
-    (
-        "latency",
-        _("Latency target"),
-        (
-            "latency_class",
-            "p95_ttft_ms",
-            "p99_ttft_ms",
-            "p95_tpot_ms",
-            "p99_tpot_ms",
-            "p95_e2e_ms",
-            "p99_e2e_ms",
-            "streaming",
-        ),
-    ),
-    ("operations", _("Operating mode, boundary and tools"), ("operating_mode", "operating_boundary", "tools")),
-    ("metric", _("Decision metric"), ("decision_metric", "decision_metric_reason")),
+    ("model", _("Model shape"), MODEL_SHAPE_FIELDS),
+    ("request", _("Request shape"), REQUEST_SHAPE_FIELDS),
+    ("training", _("Training and fine-tuning"), TRAINING_FIELDS),
+    ("success", _("Unit of success"), SUCCESS_FIELDS),
+    ("latency", _("Latency target"), LATENCY_FIELDS),
+    ("operations", _("Operating mode, boundary and tools"), OPERATIONS_FIELDS),
+    ("metric", _("Decision metric"), DECISION_METRIC_FIELDS),
 )
 FORM_FIELDS = tuple(name for _key, _title, names in SECTIONS for name in names)
 CONFIG_FIELDS = ("config_json_text", "config_json_file", "applied_config", "discard_shape_extras")

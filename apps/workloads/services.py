@@ -12,15 +12,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_snapshot, model_update, record_change
 from apps.workloads import readiness
 from apps.workloads.models import Status, Workload, WorkloadSummary
 
-#: The fields a person states; everything else (team, version, status, who and when) the services set.
-EDITABLE_FIELDS = (
-    "name",
-    "notes",
-    "workload_type",
+#: The fields of step 1 by section, in the order the summary form shows them.
+MODEL_SHAPE_FIELDS = (
     "model_name",
     "architecture",
     "params",
@@ -44,8 +41,8 @@ EDITABLE_FIELDS = (
     "modality",
     "tokenizer",
     "model_change_cadence",
-    "shape_extras",
-    "config_json",
+)
+REQUEST_SHAPE_FIELDS = (
     "mean_input_tokens",
     "p95_input_tokens",
     "mean_output_tokens",
@@ -63,6 +60,8 @@ EDITABLE_FIELDS = (
     "demand_per_month",
     "hours_per_day",
     "days_per_month",
+)
+TRAINING_FIELDS = (
     "tokens_to_train",
     "training_sequence_length",
     "zero_stage",
@@ -74,9 +73,13 @@ EDITABLE_FIELDS = (
     "checkpoint_interval_minutes",
     "expected_failures_per_1000_gpu_hours",
     "failure_rate_source",
+)
+SUCCESS_FIELDS = (
     "unit_of_success",
     "quality_acceptance_rate",
     "quality_acceptance_source",
+)
+LATENCY_FIELDS = (
     "latency_class",
     "p95_ttft_ms",
     "p99_ttft_ms",
@@ -85,11 +88,30 @@ EDITABLE_FIELDS = (
     "p95_e2e_ms",
     "p99_e2e_ms",
     "streaming",
+)
+OPERATIONS_FIELDS = (
     "operating_mode",
     "operating_boundary",
     "tools",
+)
+DECISION_METRIC_FIELDS = (
     "decision_metric",
     "decision_metric_reason",
+)
+#: The fields a person states; everything else (team, version, status, who and when) the services set.
+EDITABLE_FIELDS = (
+    "name",
+    "notes",
+    "workload_type",
+    *MODEL_SHAPE_FIELDS,
+    "shape_extras",
+    "config_json",
+    *REQUEST_SHAPE_FIELDS,
+    *TRAINING_FIELDS,
+    *SUCCESS_FIELDS,
+    *LATENCY_FIELDS,
+    *OPERATIONS_FIELDS,
+    *DECISION_METRIC_FIELDS,
 )
 
 
@@ -100,13 +122,14 @@ def _checked(data: Mapping[str, Any]) -> dict[str, Any]:
     return dict(data)
 
 
-def _apply(summary: WorkloadSummary, data: Mapping[str, Any]) -> None:
+def _stored(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The values as a summary stores them: text fields store "" for "not stated", never NULL."""
+    values = dict(data)
     for name, value in data.items():
-        setattr(summary, name, value)
-    # Text fields store "" for "not stated", never NULL.
-    for field in summary._meta.concrete_fields:
-        if field.name in data and getattr(summary, field.attname) is None and not field.null:
-            setattr(summary, field.attname, field.get_default())
+        field = WorkloadSummary._meta.get_field(name)
+        if value is None and not field.null:
+            values[name] = field.get_default()
+    return values
 
 
 @transaction.atomic
@@ -116,10 +139,12 @@ def workload_create(*, actor, team, data: Mapping[str, Any]) -> WorkloadSummary:
     workload = Workload(team=team, created_by=actor)
     workload.full_clean()
     workload.save()
-    summary = WorkloadSummary(workload=workload, team=team, version=1, status=Status.DRAFT, created_by=actor)
-    _apply(summary, values)
+    summary = WorkloadSummary(
+        workload=workload, team=team, version=1, status=Status.DRAFT, created_by=actor, **_stored(values)
+    )
     summary.full_clean()
     summary.save()
+    # The workload's entry comes once its version 1 exists: a workload is named after its latest version.
     record_change(actor=actor, instance=workload, action=ObjectChange.Action.CREATE, after=model_snapshot(workload))
     record_change(
         actor=actor,
@@ -144,17 +169,7 @@ def summary_update(*, actor, summary: WorkloadSummary, data: Mapping[str, Any]) 
             % {"version": current.version, "latest": latest.version}
         )
     if current.is_draft:
-        before = model_snapshot(current)
-        _apply(current, values)
-        current.full_clean()
-        current.save()
-        record_change(
-            actor=actor,
-            instance=current,
-            action=ObjectChange.Action.UPDATE,
-            before=before,
-            after=model_snapshot(current),
-        )
+        current, _changed = model_update(instance=current, actor=actor, data=_stored(values), fields=EDITABLE_FIELDS)
         return current
 
     successor = WorkloadSummary(
@@ -163,9 +178,8 @@ def summary_update(*, actor, summary: WorkloadSummary, data: Mapping[str, Any]) 
         version=current.version + 1,
         status=Status.DRAFT,
         created_by=actor,
+        **_stored({**{name: getattr(current, name) for name in EDITABLE_FIELDS}, **values}),
     )
-    _apply(successor, {name: getattr(current, name) for name in EDITABLE_FIELDS})
-    _apply(successor, values)
     successor.full_clean()
     successor.save()
     record_change(
@@ -197,18 +211,17 @@ def summary_mark_ready(*, actor, summary: WorkloadSummary) -> WorkloadSummary:
     missing = readiness_errors(current)
     if missing:
         raise ValidationError(missing)
-    current.full_clean()
-    before = model_snapshot(current)
-    current.status = Status.READY
-    current.ready_at = timezone.now()
-    current.ready_by = actor if getattr(actor, "is_authenticated", False) else None
-    current.save(update_fields=["status", "ready_at", "ready_by", "updated_at"])
-    record_change(
-        actor=actor,
+    readied = {
+        "status": Status.READY,
+        "ready_at": timezone.now(),
+        "ready_by": actor if getattr(actor, "is_authenticated", False) else None,
+    }
+    current, _changed = model_update(
         instance=current,
+        actor=actor,
+        data=readied,
+        fields=readied,
         action=ObjectChange.Action.TRANSITION,
-        before=before,
-        after=model_snapshot(current),
         message=_("Version %(version)s marked ready: it is now frozen.") % {"version": current.version},
     )
     return current

@@ -4,15 +4,12 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
-from apps.audit.services import model_snapshot, record_change
+from apps.audit.services import model_update
 from tests.scoped_app.models import Note
 
 
 @require_POST
 def note_rename(request, pk: int):
     note = get_object_or_404(Note.objects.for_user(request.user), pk=pk)
-    before = model_snapshot(note)
-    note.text = request.POST["text"]
-    note.save()
-    record_change(actor=request.user, instance=note, action="update", before=before, after=model_snapshot(note))
+    model_update(instance=note, actor=request.user, data={"text": request.POST["text"]}, fields=["text"])
     return HttpResponse(status=204)

@@ -6,7 +6,6 @@ accepted record) answers 409. The views call the same services as the pages.
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
@@ -16,9 +15,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.models import Team
 from apps.accounts.permissions import HasAnyRole, ReadAnyRoleWritePlatform
-from apps.accounts.selectors import teams_for_user
+from apps.common.api_fields import ScopedPrimaryKeyRelatedField, TeamChoiceField, TeamMemberField
 from apps.comparison import exports
 from apps.decisions import selectors, services
 from apps.decisions.filters import RecordFilterSet
@@ -115,45 +113,24 @@ class RecordDetailSerializer(RecordSerializer):
         return exports.comparison_data(selectors.view_comparison(record))
 
 
-class _TeamUsers(serializers.PrimaryKeyRelatedField):
-    def get_queryset(self):
-        request = self.context.get("request")
-        if request is None:
-            return get_user_model().objects.none()
-        return get_user_model().objects.filter(memberships__team__in=teams_for_user(request.user)).distinct()
-
-
 class RecordWriteSerializer(serializers.Serializer):
     """What a person states in a draft (every field optional on PATCH)."""
 
-    team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.none(), required=False,
-                                        help_text=_("Slug of one of your teams (default: your active team)."))
-    workload_summary = serializers.PrimaryKeyRelatedField(queryset=WorkloadSummary.objects.none(), required=False)
+    team = TeamChoiceField(help_text=_("Slug of one of your teams (default: your active team)."))
+    workload_summary = ScopedPrimaryKeyRelatedField(model=WorkloadSummary, required=False)
     title = serializers.CharField(max_length=200)
     context = serializers.CharField(required=False, allow_blank=True)
     drivers = serializers.CharField(required=False, allow_blank=True)
-    chosen_option = serializers.PrimaryKeyRelatedField(
-        queryset=Candidate.objects.none(), required=False, allow_null=True
-    )
+    chosen_option = ScopedPrimaryKeyRelatedField(model=Candidate, required=False, allow_null=True)
     capacity_model = serializers.ChoiceField(choices=CapacityModel.choices, required=False, allow_blank=True)
     rationale = serializers.CharField(required=False, allow_blank=True)
     consequences = serializers.CharField(required=False, allow_blank=True)
     confirmation_metric = serializers.CharField(required=False, allow_blank=True)
     revisit_on = serializers.DateField(required=False, allow_null=True)
     revisit_triggers = serializers.CharField(required=False, allow_blank=True)
-    deciders = _TeamUsers(many=True, required=False, queryset=get_user_model().objects.none())
-    consulted = _TeamUsers(many=True, required=False, queryset=get_user_model().objects.none())
-    informed = _TeamUsers(many=True, required=False, queryset=get_user_model().objects.none())
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is None:  # the schema generator instantiates the serializer without a request
-            return
-        user = request.user
-        self.fields["team"].queryset = teams_for_user(user)
-        self.fields["workload_summary"].queryset = WorkloadSummary.objects.for_user(user)
-        self.fields["chosen_option"].queryset = Candidate.objects.for_user(user)
+    deciders = TeamMemberField(many=True, required=False)
+    consulted = TeamMemberField(many=True, required=False)
+    informed = TeamMemberField(many=True, required=False)
 
 
 class StageDecisionSerializer(serializers.Serializer):

@@ -9,9 +9,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.accounts.selectors import teams_for_user
 from apps.catalog.models import GpuModel
 from apps.common import money
+from apps.common.api_fields import ScopedPrimaryKeyRelatedField, TeamChoiceField
 from apps.common.fields import ExactDecimalField
 from apps.quotes import selectors
 from apps.quotes.models import (
@@ -28,7 +28,7 @@ from apps.quotes.models import (
     StalePriceFlag,
     Vendor,
 )
-from apps.quotes.services import COST_LINE_FIELDS, QUOTE_TERM_FIELDS
+from apps.quotes.services import CANDIDATE_FIELDS, COST_LINE_FIELDS, QUOTE_TERM_FIELDS
 from apps.workloads.models import WorkloadSummary
 
 
@@ -79,17 +79,6 @@ class ServiceModelSerializer(serializers.ModelSerializer):
         return field_class, field_kwargs
 
 
-@extend_schema_field(OpenApiTypes.STR)
-class TeamChoiceField(serializers.SlugRelatedField):
-    """The team a new record belongs to, by slug; defaults to the request's active team."""
-
-    def __init__(self, **kwargs):
-        super().__init__(slug_field="slug", required=False, **kwargs)
-
-    def get_queryset(self):
-        return teams_for_user(self.context["request"].user)
-
-
 def team_from(serializer, validated) -> object:
     team = validated.pop("team", None) or getattr(serializer.context["request"], "active_team", None)
     if not team:
@@ -108,10 +97,8 @@ class VendorSerializer(ServiceModelSerializer):
 
 
 class PriceVersionSerializer(ServiceModelSerializer):
-    quote = serializers.PrimaryKeyRelatedField(queryset=Quote.objects.none())
-    document = serializers.PrimaryKeyRelatedField(
-        queryset=QuoteDocument.objects.none(), required=False, allow_null=True
-    )
+    quote = ScopedPrimaryKeyRelatedField(model=Quote)
+    document = ScopedPrimaryKeyRelatedField(model=QuoteDocument, required=False, allow_null=True)
     currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
     entered_by = serializers.StringRelatedField()
     freshness = serializers.SerializerMethodField()
@@ -139,21 +126,14 @@ class PriceVersionSerializer(ServiceModelSerializer):
         extra_kwargs = {"observed_at": {"required": True, "allow_null": True}}
         validators = []
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is not None:
-            self.fields["quote"].queryset = Quote.objects.for_user(request.user)
-            self.fields["document"].queryset = QuoteDocument.objects.for_user(request.user)
-
     @extend_schema_field(OpenApiTypes.STR)
     def get_freshness(self, version: PriceVersion) -> str:
         return selectors.freshness_of(version, stale_after_days=version.quote.team.stale_price_age_days).status.value
 
 
 class CostLineSerializer(ServiceModelSerializer):
-    quote = serializers.PrimaryKeyRelatedField(queryset=Quote.objects.none())
-    candidate = serializers.PrimaryKeyRelatedField(queryset=Candidate.objects.none(), required=False, allow_null=True)
+    quote = ScopedPrimaryKeyRelatedField(model=Quote)
+    candidate = ScopedPrimaryKeyRelatedField(model=Candidate, required=False, allow_null=True)
     currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
     estimated_by = serializers.StringRelatedField()
     amount = serializers.SerializerMethodField()
@@ -185,13 +165,6 @@ class CostLineSerializer(ServiceModelSerializer):
         read_only_fields = ["replaced_by", "removed_at", "entered_at"]
         validators = []
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is not None:
-            self.fields["quote"].queryset = Quote.objects.for_user(request.user)
-            self.fields["candidate"].queryset = Candidate.objects.for_user(request.user)
-
     @extend_schema_field(OpenApiTypes.STR)
     def get_amount(self, line: CostLine) -> str:
         return money.canonical(line.amount)
@@ -204,7 +177,7 @@ class CostLineSerializer(ServiceModelSerializer):
 
 
 class DocumentSerializer(serializers.ModelSerializer):
-    quote = serializers.PrimaryKeyRelatedField(queryset=Quote.objects.none())
+    quote = ScopedPrimaryKeyRelatedField(model=Quote)
     file = serializers.FileField(write_only=True)
     download_url = serializers.SerializerMethodField()
 
@@ -224,12 +197,6 @@ class DocumentSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["original_name", "kind", "size_bytes", "sha256", "uploaded_at"]
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is not None:
-            self.fields["quote"].queryset = Quote.objects.for_user(request.user)
-
     @extend_schema_field(OpenApiTypes.URI)
     def get_download_url(self, document: QuoteDocument) -> str:
         request = self.context.get("request")
@@ -246,11 +213,9 @@ class ChecklistQuestionSerializer(serializers.ModelSerializer):
 
 
 class ChecklistAnswerSerializer(serializers.ModelSerializer):
-    quote = serializers.PrimaryKeyRelatedField(queryset=Quote.objects.none())
+    quote = ScopedPrimaryKeyRelatedField(model=Quote)
     question = serializers.SlugRelatedField(slug_field="code", queryset=ChecklistQuestion.objects.filter(active=True))
-    evidence_document = serializers.PrimaryKeyRelatedField(
-        queryset=QuoteDocument.objects.none(), required=False, allow_null=True
-    )
+    evidence_document = ScopedPrimaryKeyRelatedField(model=QuoteDocument, required=False, allow_null=True)
     status = serializers.ChoiceField(choices=AnswerStatus.choices)
     answered_by = serializers.StringRelatedField()
 
@@ -260,13 +225,6 @@ class ChecklistAnswerSerializer(serializers.ModelSerializer):
                   "answered_at"]
         read_only_fields = ["answered_by", "answered_at"]
         validators = []
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is not None:
-            self.fields["quote"].queryset = Quote.objects.for_user(request.user)
-            self.fields["evidence_document"].queryset = QuoteDocument.objects.for_user(request.user)
 
 
 class MissingAnswerSerializer(serializers.Serializer):
@@ -286,7 +244,7 @@ class PolicySerializer(serializers.Serializer):
 
 class QuoteSerializer(ServiceModelSerializer):
     team = TeamChoiceField()
-    vendor = serializers.PrimaryKeyRelatedField(queryset=Vendor.objects.none())
+    vendor = ScopedPrimaryKeyRelatedField(model=Vendor)
     gpu = serializers.PrimaryKeyRelatedField(queryset=GpuModel.objects.all(), required=False, allow_null=True)
     current_prices = serializers.SerializerMethodField()
     freshness = serializers.SerializerMethodField()
@@ -310,12 +268,6 @@ class QuoteSerializer(ServiceModelSerializer):
         ]
         read_only_fields = ["created_at", "updated_at"]
         validators = []
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is not None:
-            self.fields["vendor"].queryset = Vendor.objects.for_user(request.user)
 
     def get_current_prices(self, quote: Quote) -> dict:
         prices = selectors.current_prices(quote)
@@ -374,8 +326,8 @@ class StalePriceFlagSerializer(serializers.ModelSerializer):
 
 class CandidateSerializer(ServiceModelSerializer):
     team = TeamChoiceField()
-    quote = serializers.PrimaryKeyRelatedField(queryset=Quote.objects.none())
-    workload_summary = serializers.PrimaryKeyRelatedField(queryset=WorkloadSummary.objects.none())
+    quote = ScopedPrimaryKeyRelatedField(model=Quote)
+    workload_summary = ScopedPrimaryKeyRelatedField(model=WorkloadSummary)
     label = serializers.CharField(required=False, max_length=200)
     kind = serializers.CharField(read_only=True)
     freshness = serializers.SerializerMethodField()
@@ -390,14 +342,7 @@ class CandidateSerializer(ServiceModelSerializer):
             "quote",
             "workload_summary",
             "kind",
-            "label",
-            "expected_retry_rate",
-            "retry_rate_source",
-            "quality_acceptance",
-            "quality_acceptance_source",
-            "spot_rework_hours",
-            "spot_rework_source",
-            "notes",
+            *CANDIDATE_FIELDS,
             "freshness",
             "platform_labor_warning",
             "cost_lines",
@@ -405,13 +350,6 @@ class CandidateSerializer(ServiceModelSerializer):
         ]
         read_only_fields = ["created_at"]
         validators = []
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is not None:
-            self.fields["quote"].queryset = Quote.objects.for_user(request.user)
-            self.fields["workload_summary"].queryset = WorkloadSummary.objects.for_user(request.user)
 
     @extend_schema_field(OpenApiTypes.STR)
     def get_freshness(self, candidate: Candidate) -> str:

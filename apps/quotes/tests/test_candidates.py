@@ -41,6 +41,17 @@ def test_a_quote_attaches_to_a_ready_workload_version(team, backed_quote, ready_
     assert ObjectChange.objects.for_object(candidate).get().action == "create"
 
 
+def test_a_candidate_update_is_audited_and_keeps_its_quote(
+    team, backed_quote, ready_workload, platform_user
+):
+    candidate = make(team, backed_quote, ready_workload, platform_user)
+    services.candidate_update(actor=platform_user, candidate=candidate, notes="Reserved for the pilot.")
+    entry = ObjectChange.objects.for_object(candidate).filter(action="update").get()
+    assert entry.changes == {"notes": ["", "Reserved for the pilot."]}
+    with pytest.raises(TypeError):
+        services.candidate_update(actor=platform_user, candidate=candidate, quote=backed_quote)
+
+
 def test_a_draft_workload_version_is_refused(team, backed_quote, platform_user):
     with pytest.raises(ValidationError) as error:
         make(team, backed_quote, draft_summary(team), platform_user)

@@ -22,6 +22,25 @@ def test_an_update_records_before_and_after(quote, platform_user):
     assert entry.changes["region"] == ["eu-west", "ap-southeast-3"]
 
 
+def test_an_update_stores_the_new_updated_at(quote, platform_user):
+    stored = Quote.objects.get(pk=quote.pk).updated_at
+    services.quote_update(actor=platform_user, quote=Quote.objects.get(pk=quote.pk), region="ap-southeast-3")
+    assert Quote.objects.get(pk=quote.pk).updated_at > stored
+
+
+def test_an_update_that_changes_nothing_writes_no_entry(quote, platform_user):
+    services.quote_update(actor=platform_user, quote=quote, region="eu-west", title="8× H200 on-demand")
+    assert not ObjectChange.objects.for_object(quote).filter(action="update").exists()
+
+
+def test_a_vendor_update_is_audited_and_refuses_what_it_does_not_change(vendor, other_team, platform_user):
+    services.vendor_update(actor=platform_user, vendor=vendor, name="Acme Cloud", contact="sales@acme.test")
+    entry = ObjectChange.objects.for_object(vendor).filter(action="update").get()
+    assert entry.changes == {"name": ["Acme GPU Cloud", "Acme Cloud"], "contact": ["", "sales@acme.test"]}
+    with pytest.raises(TypeError):
+        services.vendor_update(actor=platform_user, vendor=vendor, team=other_team)
+
+
 def test_a_gpu_quote_names_its_gpu(team, vendor, platform_user):
     with pytest.raises(ValidationError) as error:
         services.quote_create(

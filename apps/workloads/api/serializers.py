@@ -10,8 +10,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
-from apps.accounts.models import Team
-from apps.accounts.selectors import teams_for_user
+from apps.common.api_fields import TeamChoiceField
 from apps.workloads import estimates, readiness
 from apps.workloads.memory.breakdown import EstimateKind
 from apps.workloads.memory.errors import ShapeError
@@ -42,7 +41,7 @@ def missing_field_data(summary) -> list[dict]:
 class WorkloadSummarySerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="workloads-api:summary-detail")
     page_url = serializers.CharField(source="get_absolute_url", read_only=True)
-    team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.none(), required=False)
+    team = TeamChoiceField()
     tools = serializers.ListField(child=serializers.ChoiceField(choices=Tool.choices), required=False)
     config = serializers.JSONField(
         write_only=True,
@@ -78,13 +77,10 @@ class WorkloadSummarySerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["workload", "version", "status", "config_json", "ready_at", "created_at", "updated_at"]
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is not None and "team" in self.fields:
-            self.fields["team"].queryset = teams_for_user(request.user)
-        # The model's own constraints are checked by the services' full_clean (with field-named errors).
-        self.validators = []
+    def get_validators(self) -> list:
+        # The model's own constraints are checked by the services' full_clean (with field-named errors). Not
+        # Meta.validators = []: that would also drop the defaults DRF gives the read-only version and status.
+        return []
 
     def get_newer_version(self, summary) -> str | None:
         newer = summary.newer_versions().last()

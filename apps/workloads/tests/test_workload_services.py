@@ -30,6 +30,12 @@ def test_a_draft_is_edited_in_place(team, platform_user):
     assert change.changes["name"] == ["Chat", "Support chat"]
 
 
+def test_a_draft_edit_that_changes_nothing_writes_no_entry(team, platform_user):
+    summary = workload_create(actor=platform_user, team=team, data={"name": "Chat", "batch_size": 8})
+    summary_update(actor=platform_user, summary=summary, data={"name": "Chat", "batch_size": 8, "tools": None})
+    assert not ObjectChange.objects.for_object(summary).filter(action=ObjectChange.Action.UPDATE).exists()
+
+
 def test_a_summary_missing_an_applicable_field_cannot_be_marked_ready(team, platform_user):
     data = {**REALTIME_READY_FIELDS, "num_kv_heads": None, "p99_ttft_ms": None}
     summary = workload_create(actor=platform_user, team=team, data=data)
@@ -45,7 +51,11 @@ def test_a_complete_summary_is_marked_ready_and_frozen(team, platform_user):
     summary = workload_create(actor=platform_user, team=team, data=REALTIME_READY_FIELDS)
     ready = summary_mark_ready(actor=platform_user, summary=summary)
     assert ready.is_ready and ready.ready_by == platform_user and ready.ready_at is not None
-    assert ObjectChange.objects.for_object(ready).filter(action=ObjectChange.Action.TRANSITION).exists()
+    entry = ObjectChange.objects.for_object(ready).filter(action=ObjectChange.Action.TRANSITION).get()
+    assert entry.changes["status"] == [Status.DRAFT, Status.READY]
+    assert entry.message == "Version 1 marked ready: it is now frozen."
+    ready.refresh_from_db()
+    assert ready.is_ready and ready.ready_by == platform_user
     with pytest.raises(ValidationError):
         summary_mark_ready(actor=platform_user, summary=ready)
 
