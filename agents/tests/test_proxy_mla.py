@@ -227,8 +227,10 @@ def test_a_probe_measures_the_latent_kv_cache_the_estimator_predicts(tmp_path):
     slope = (measured[3][0] - measured[1][0]) / 2
     assert abs(slope - per_request) < 0.01 * per_request
     assert 0 <= measured[1][0] - per_request < 2**20
-    growth = measured[3][1] - measured[1][1]  # the address space the RLIMIT_AS search limits grows the same way
-    assert abs(growth - 2 * per_request) < 0.05 * 2 * per_request
+    # The address space the RLIMIT_AS search limits grows the same way, give or take what the two probe processes'
+    # allocators map beyond the tensors: glibc maps in steps of up to 1 MiB, so one step more in one process is noise.
+    growth = measured[3][1] - measured[1][1]
+    assert abs(growth - 2 * per_request) <= max(0.05 * 2 * per_request, 2**20 + 2**18)
 
     predicted = {"total_bytes": 10**9, "terms": [
         {"name": "weights", "size_bytes": total_parameters(shape) * 4},
