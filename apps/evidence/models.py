@@ -42,6 +42,11 @@ class FigureMetric(models.TextChoices):
     # derived from its checkpoint interval and restart time, never added a second time.
     COLD_START_SECONDS = "cold_start_seconds", _("Cold start to healthy (seconds)")
     LOST_WORK_GPU_HOURS = "lost_work_gpu_hours", _("Lost work per failure (GPU-hours)")
+    # Conversions and quality (apps/comparison/cost_model.py): the mean output tokens of one served request, the
+    # units of work in one record, task or suite, and the share of outputs that pass the quality filter.
+    OUTPUT_TOKENS_PER_REQUEST = "output_tokens_per_request", _("Mean output tokens per request")
+    REQUESTS_PER_OUTPUT = "requests_per_output", _("Requests per unit of success (record, task, suite…)")
+    QUALITY_ACCEPTANCE = "quality_acceptance", _("Quality acceptance (share of outputs accepted)")
 
 
 #: Metrics written as a fraction of 1.
@@ -51,6 +56,8 @@ FRACTION_METRICS = frozenset(
 #: The retry rate counts retries per request served (apps/comparison/cost_model.py charges generated × (1 + retry rate
 #: + failure rate)); it may pass 1 under induced failures, never this.
 RETRY_RATE_LIMIT = 10
+#: Conversion factors: a zero would divide the demand by nothing.
+POSITIVE_METRICS = frozenset({FigureMetric.OUTPUT_TOKENS_PER_REQUEST, FigureMetric.REQUESTS_PER_OUTPUT})
 #: Metrics that are whole numbers.
 COUNT_METRICS = frozenset(
     {FigureMetric.TESTED_CONTEXT_TOKENS, FigureMetric.TESTED_CONCURRENCY, FigureMetric.GPUS_PER_REPLICA,
@@ -83,8 +90,15 @@ def metrics_for(*, training: bool, api_route: bool) -> list[tuple[str, str]]:
 
 
 class CapacityUnit(models.TextChoices):
+    # The units of apps/common/work_units.py CAPACITY_UNIT: a capacity counts one of them per second per GPU.
     REQUESTS_PER_SECOND = "requests_per_second", _("requests per second")
-    OUTPUTS_PER_SECOND = "outputs_per_second", _("outputs per second")
+    RECORDS_PER_SECOND = "records_per_second", _("records per second")
+    OUTPUT_TOKENS_PER_SECOND = "output_tokens_per_second", _("output tokens per second")
+    IMAGES_PER_SECOND = "images_per_second", _("images per second")
+    CLIP_SECONDS_PER_SECOND = "clip_seconds_per_second", _("clip-seconds per second")
+    TRAINING_TOKENS_PER_SECOND = "training_tokens_per_second", _("training tokens per second")
+    TASKS_PER_SECOND = "tasks_per_second", _("tasks per second")
+    OUTPUTS_PER_SECOND = "outputs_per_second", _("units of success per second (the workload's own unit)")
 
 
 class FigureSource(models.TextChoices):
@@ -164,6 +178,10 @@ class CandidateFigure(EnteredByModel, HistoryLinkedModel):
                         % {"limit": RETRY_RATE_LIMIT})
             elif self.metric in FRACTION_METRICS and self.value >= 1:
                 errors.setdefault("value", []).append(_("Write a fraction below 1: 0.02 means 2 %."))
+            elif self.metric == FigureMetric.QUALITY_ACCEPTANCE and not 0 < self.value <= 1:
+                errors.setdefault("value", []).append(_("Write a share above 0 and at most 1: 0.9 means 90 %."))
+            elif self.metric in POSITIVE_METRICS and self.value <= 0:
+                errors.setdefault("value", []).append(_("This figure is greater than zero."))
             if self.metric in COUNT_METRICS and self.value != self.value.to_integral_value():
                 errors.setdefault("value", []).append(_("This figure is a whole number."))
             if self.metric == FigureMetric.CAPACITY_AT_SLO and self.value <= 0:
