@@ -177,9 +177,19 @@ class CandidateResult:
         item = self.inputs.get(metric)
         return item.value if item is not None else None
 
+    def measured(self, metric: str) -> CandidateFigure | None:
+        """The figure for `metric` when it is benchmark evidence: measured on this candidate. The one test of
+        "measured" the comparison and the mistake checks use."""
+        item = self.inputs.get(metric)
+        return item if item is not None and item.source == FigureSource.MEASURED else None
+
+    def measured_value(self, metric: str) -> Decimal | None:
+        item = self.measured(metric)
+        return item.value if item is not None else None
+
     @property
     def has_benchmark_evidence(self) -> bool:
-        return any(item.source == FigureSource.MEASURED for item in self.inputs.values())
+        return any(self.measured(metric) is not None for metric in self.inputs)
 
     @property
     def is_fleet(self) -> bool:
