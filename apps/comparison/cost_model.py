@@ -1,41 +1,52 @@
-"""Phase-4 finance normalisation: GPU quotes, purchases and model-API routes compared at equal delivered work.
+"""Finance normalisation: GPU quotes, purchases and model-API routes compared at equal delivered, accepted work.
 
 Pure Python (no Django, no ORM): the inputs are frozen dataclasses, every amount is a `Decimal` and stays
 unrounded; only the pages round, for display, with apps/common/money.py.
 
-Conventions (the issue's worked example is computed with exactly these):
+Conventions (docs/metrics.md states the same, with the worked cases):
 
-* Demand is stated in accepted outputs per period (a 730-hour month by default). Each candidate must generate
-  ``accepted ÷ quality acceptance`` outputs to deliver them; retries and failures are work on top of that.
-* Capacity at the SLO is in outputs (requests) per second per GPU, and the peak rate is the offered load in
-  requests per second. The fleet is sized in whole replicas, then whole nodes::
+* **Units.** Demand is stated in accepted units of success per period (a 730-hour month by default): requests,
+  records, output tokens, images, clip-seconds, tasks, eval suites (`apps/common/work_units.py`). The peak is an
+  arrival rate (requests per second). A capacity counts its own unit per second per GPU; an API route is priced per
+  request. Each quantity is converted into the unit it is compared with only through a stated conversion (mean
+  output tokens per request measured on the candidate, or declared by the workload with its source; requests per
+  record, task or suite); the candidate's measured conversions win over the workload's. Two units with no path
+  between them raise `UnitMismatchError`, naming both: a comparison never mixes units silently.
+* **Quality acceptance drives load.** Rejected outputs are generated again: the volume *and* the peak rate are
+  divided by the acceptance before sizing (`generated = accepted ÷ acceptance`).
+* **Retries and failed attempts are work, counted once.** They are sent again, so they enlarge the work and the
+  peak (× (1 + retry rate + failure rate)) and so the fleet and its hours; the bill therefore already pays for
+  them. Their share of the billed GPU time (busy cost × rate ÷ (1 + retry rate + failure rate)) is moved from the
+  GPU-cost column to the waste column and shown once, as `retry_waste` and `failure_loss`. An API route pays the
+  retried and failed requests on top of the useful ones (`paid_requests`), shown the same way. Spot preemption
+  rework is extra billed hours (billed hours × preemptions per hour × rework hours), added to the waste.
+* **Sizing.** In whole replicas, then whole nodes::
 
-      required rate = max(peak rate, generated × (1 + retry rate + failure rate) ÷ operating seconds)
+      work          = generated × conversion to the capacity's unit × (1 + retry rate + failure rate)
+      required rate = max(peak ÷ acceptance × conversion × (1 + retry + failure), work ÷ operating seconds)
       GPUs          = ceil(required rate × (1 + headroom) ÷ (capacity per GPU × GPUs per replica)) × GPUs per replica
                       rounded up to whole nodes
 
-* GPU cost is billed by the commercial model: on-demand and spot hours used (the operating hours, per run, rounded
-  up to the quote's billing granularity), reserved committed hours regardless of use (plus the hours beyond the
-  commitment at the overage price, rounded up to the granularity), purchase as amortised capex + energy
-  (power × PUE × operating hours) + colocation (per kW-month) + maintenance, API as generated requests × the
-  per-request token price. A minimum commitment tops the GPU cost up to that amount.
+* **Billing.** A service with a peak to meet is up for its operating hours. Work sized by its volume (batch, or no
+  peak) runs only as long as it takes on the sized fleet: busy hours = work ÷ (GPUs × capacity × 3600). On-demand and
+  spot bill those hours, each run rounded up to the billing granularity and at least the minimum charge; a
+  reservation bills its whole commitment, used or not, plus the hours beyond it at the overage price; owned
+  hardware is amortised capex + energy (power × PUE × hours run) + colocation (per kW-month) + maintenance; an API
+  route bills requests × the per-request token price. A minimum commitment tops the bill up to that amount.
+  Worked case: 12,500,000 records at 50 records/s per 8-GPU node at 2.00 per GPU-hour billed per second =
+  250,000 s = 69.44 h × 8 GPUs × 2.00 = 1,111.11, not a month's window.
 * **Idle capacity** is part of the GPU cost, shown as its own figure and never added a second time::
 
-      productive share = generated outputs ÷ (billed GPUs × capacity per GPU × 3600 × billed capacity hours)
-      productive       = GPU cost before any minimum-commitment top-up × min(1, productive share)
-      idle             = GPU cost − productive
+      busy share = work ÷ (billed GPUs × capacity per GPU × 3600 × billed capacity hours), at most 1
+      productive = bill before any top-up × busy share ÷ (1 + retry rate + failure rate)
+      idle       = GPU cost − productive   (the unused hours and any minimum-commitment top-up)
 
-  Billed capacity hours are the hours the billed GPUs are available: the billed on-demand/spot hours, the committed
-  (plus overage) hours, the whole period for owned hardware. Retries are not productive work: they are charged by
-  the retry-waste line. Worked example A: 20,000,000 ÷ (3 × 5 × 3600 × 730 = 39,420,000) = 0.507357…, so
-  productive = 6,570.00 × 0.507357… = 3,333.33 and idle = 3,236.67; B: 20,000,000 ÷ (2 × 9 × 3600 × 730) gives
-  productive 2,160.49 and idle 2,949.51 of 5,110.00. An API route has no idle capacity (it pays per token) except a
-  minimum-commitment top-up.
-* Failure waste = retry waste (retry rate × GPU cost) + failure loss (failure rate × GPU cost) + spot preemption
-  rework (extra billed hours = billed hours × preemptions per hour × rework hours per preemption). For an API route
-  the retried and failed requests are paid requests: waste = generated × (retry + failure rate) × request price.
-* Effective unit cost = (GPU cost + storage/network + platform labor + other cost lines + failure waste)
-  ÷ accepted outputs, kept unrounded (34 significant digits).
+  Worked example A: 3 GPUs × 730 h × 3.00 = 6,570.00 for 20,200,000 requests (1 % retried) of the 39,420,000 the
+  fleet can serve: productive 3,333.33, retries 33.33, idle 3,203.33.
+* Effective unit cost = (billed compute + spot rework + storage/network + platform labor + other cost lines)
+  ÷ accepted units, kept unrounded (34 significant digits); the table shows it in the decision metric's unit.
+* Training and fine-tuning are costed per completed run (`training_run_cost`), then per counted run: ÷ the share of
+  runs that reach the target eval score, or ÷ the checkpoint acceptance rate.
 * Money is converted to the reporting currency with `ExchangeRate` (reporting units per unit of the quote's
   currency); a candidate whose currency has no rate is an error, never a silent 1.
 
@@ -68,6 +79,7 @@ from apps.common.decimals import DecimalInputError, parse_decimal
 # The inputs carry where each figure comes from; that vocabulary has its one home in the pure provenance module.
 from apps.common.provenance import Provenance as Provenance
 from apps.common.provenance import ProvenanceKind as ProvenanceKind
+from apps.common.work_units import Conversion, NoConversion, WorkUnit, conversion_path, unit_name
 from apps.quotes.kinds import HOURLY_UNITS, BillingModel, CandidateKind, PriceUnit
 
 SECONDS_PER_HOUR = Decimal(3600)
@@ -91,6 +103,44 @@ class NormalizationError(ValueError):
         self.message = message
         where = f"candidate {candidate!r}" if candidate is not None else "demand"
         super().__init__(f"{where}, field {field!r}: {message}")
+
+
+class UnitMismatchError(NormalizationError):
+    """Two quantities of one comparison in different units with no stated conversion: the comparison refuses them."""
+
+    def __init__(self, candidate: str | None, field: str, have: WorkUnit | None, want: WorkUnit | None, what: str):
+        self.units = (have, want)
+        super().__init__(
+            candidate, field,
+            f"{what} is counted in {unit_name(want)} and the demand in {unit_name(have)}, with no conversion between "
+            f"them: state how many {unit_name(want)} one of the {unit_name(have)} makes (measured, or declared with "
+            "its source)",
+        )
+
+
+def _validated_conversions(owner: str | None, conversions: Iterable[Conversion]) -> tuple[Conversion, ...]:
+    checked = []
+    for index, conversion in enumerate(conversions):
+        if not isinstance(conversion, Conversion):
+            raise NormalizationError(owner, f"conversions[{index}]", "must be a Conversion")
+        if not isinstance(conversion.source, Provenance):
+            raise NormalizationError(owner, f"conversions[{index}]", "every conversion needs its provenance")
+        checked.append(conversion)
+    return tuple(checked)
+
+
+def _factor(
+    owner: str | None, field: str, what: str, have: WorkUnit | None, want: WorkUnit | None,
+    conversions: tuple[Conversion, ...],
+) -> tuple[Decimal, tuple[Conversion, ...]]:
+    """How many `want` units one `have` unit makes. An unstated unit on either side (a pure caller that counts
+    everything in one unit) converts by 1; two stated units need a stated path, else UnitMismatchError."""
+    if have is None or want is None:
+        return ONE, ()
+    try:
+        return conversion_path(have, want, conversions)
+    except NoConversion:
+        raise UnitMismatchError(owner, field, have, want, what) from None
 
 
 class Mode(StrEnum):
@@ -218,9 +268,11 @@ def _validated_cost_lines(owner: str | None, lines: Iterable[CostLine]) -> tuple
 class Demand:
     """What the workload asks for in one period (from the workload summary).
 
-    `peak_rate` is the offered load at peak in requests per second (0 for batch work sized by volume);
-    `operating_hours` are the hours per period the service runs (the period for always-on);
-    `runs_per_period` is how many separate runs those hours come in (billing granularity applies per run).
+    `accepted_outputs` counts `unit` (None: a caller that counts everything, capacity included, in one unit);
+    `peak_rate` is the offered load at peak in `peak_unit` per second (arrivals: requests; None: `unit`), 0 for work
+    sized by volume; `operating_hours` are the hours per period the service may run (the period for always-on);
+    `runs_per_period` is how many separate runs those hours come in (billing granularity applies per run);
+    `conversions` are the workload's declared conversions (mean output tokens per request…), each with its source.
     """
 
     accepted_outputs: Decimal
@@ -231,7 +283,9 @@ class Demand:
     quality_acceptance: Decimal = ONE
     runs_per_period: int = 1
     p95_latency_target_ms: Decimal | None = None
-    output_unit: str = "output"
+    unit: WorkUnit | None = None
+    peak_unit: WorkUnit | None = None
+    conversions: tuple[Conversion, ...] = ()
     provenance: Mapping[str, Provenance] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -242,6 +296,13 @@ class Demand:
             setter("mode", Mode(self.mode))
         except ValueError:
             raise NormalizationError(None, "mode", f"unknown mode {self.mode!r}") from None
+        for name in ("unit", "peak_unit"):
+            if getattr(self, name) is not None:
+                try:
+                    setter(name, WorkUnit(getattr(self, name)))
+                except ValueError:
+                    raise NormalizationError(None, name, f"unknown unit {getattr(self, name)!r}") from None
+        setter("conversions", _validated_conversions(None, self.conversions))
         for name in ("accepted_outputs", "period_hours", "peak_rate", "operating_hours", "quality_acceptance"):
             setter(name, _decimal(None, name, getattr(self, name)))
         _check_range(None, "accepted_outputs", self.accepted_outputs, positive=True)
@@ -261,6 +322,11 @@ class Demand:
     def generated_outputs(self) -> Decimal:
         return self.accepted_outputs / self.quality_acceptance
 
+    @property
+    def billed_by_use(self) -> bool:
+        """Work sized by its volume (batch, or no peak to serve): a pay-per-use fleet runs only until it is done."""
+        return self.mode is Mode.BATCH or self.peak_rate == ZERO
+
 
 # The numeric inputs each billing model uses; any other model-specific input must stay unset (None), so a
 # mistyped quote (a purchase price on an API route) is an error instead of being ignored.
@@ -275,11 +341,12 @@ _PRICE_INPUTS = {
 }
 _MODEL_INPUTS = {
     BillingModel.ON_DEMAND: (*_PRICE_INPUTS[BillingModel.ON_DEMAND], "billing_granularity_hours",
-                                "minimum_commitment", "capacity_at_slo_per_gpu", "headroom"),
-    BillingModel.SPOT: (*_PRICE_INPUTS[BillingModel.SPOT], "billing_granularity_hours", "minimum_commitment",
-                           "capacity_at_slo_per_gpu", "headroom", "spot_preemptions_per_hour", "spot_rework_hours"),
+                                "minimum_billed_hours", "minimum_commitment", "capacity_at_slo_per_gpu", "headroom"),
+    BillingModel.SPOT: (*_PRICE_INPUTS[BillingModel.SPOT], "billing_granularity_hours", "minimum_billed_hours",
+                           "minimum_commitment", "capacity_at_slo_per_gpu", "headroom", "spot_preemptions_per_hour",
+                           "spot_rework_hours"),
     BillingModel.RESERVED: (*_PRICE_INPUTS[BillingModel.RESERVED], "billing_granularity_hours",
-                               "minimum_commitment", "capacity_at_slo_per_gpu", "headroom"),
+                               "minimum_billed_hours", "minimum_commitment", "capacity_at_slo_per_gpu", "headroom"),
     BillingModel.PURCHASE: (*_PRICE_INPUTS[BillingModel.PURCHASE], "capacity_at_slo_per_gpu", "headroom"),
     BillingModel.API: (*_PRICE_INPUTS[BillingModel.API], "minimum_commitment"),
 }
@@ -307,7 +374,9 @@ class CandidateInput:
     """One candidate of the comparison: a GPU quote, a purchase option or a model-API route.
 
     Units: `unit_price` per `price_unit` (GPU-hour or node-hour); `committed_hours` per GPU (or node) per period;
-    `minimum_commitment` money per period; `capacity_at_slo_per_gpu` requests per second per GPU at the SLO;
+    `minimum_commitment` money per period; `capacity_at_slo_per_gpu` units of `capacity_unit` (None: the demand's
+    unit) per second per GPU at the SLO; `conversions` are the candidate's measured conversions (they win over the
+    workload's declared ones); `minimum_billed_hours` is the minimum charge per run and GPU of a pay-per-use quote;
     `headroom`, `retry_rate`, `failure_rate`, `quality_acceptance` and `memory_margin` are fractions (0.2 = 20 %);
     `spot_preemptions_per_hour` per GPU, `spot_rework_hours` lost per preemption; purchase money per node;
     API prices per 1M tokens. Every numeric input that is set and non-zero needs an entry in `provenance`
@@ -330,6 +399,9 @@ class CandidateInput:
     gpus_per_node: int = 1
     gpus_per_replica: int = 1
     capacity_at_slo_per_gpu: Decimal | None = None
+    capacity_unit: WorkUnit | None = None
+    conversions: tuple[Conversion, ...] = ()
+    minimum_billed_hours: Decimal | None = None
     headroom: Decimal = ZERO
     spot_preemptions_per_hour: Decimal | None = None
     spot_rework_hours: Decimal | None = None
@@ -410,6 +482,12 @@ class CandidateInput:
             raise NormalizationError(cid, "gpus_per_node", "does not apply to an API route")
 
         setter("cost_lines", _validated_cost_lines(cid, self.cost_lines))
+        if self.capacity_unit is not None:
+            try:
+                setter("capacity_unit", WorkUnit(self.capacity_unit))
+            except ValueError:
+                raise NormalizationError(cid, "capacity_unit", f"unknown unit {self.capacity_unit!r}") from None
+        setter("conversions", _validated_conversions(cid, self.conversions))
         all_inputs = set(_OPTIONAL_NUMBERS) | {"headroom", "retry_rate", "failure_rate"}
         setter("provenance", _frozen_provenance(cid, all_inputs, self.provenance))
         for name in sorted(used):
@@ -457,6 +535,10 @@ NOTE_TEXTS = {
     "idle_share": "idle capacity is {share:.1%} of the GPU cost",
     "sized_by": "fleet sized by the {basis} rate: {gpus} GPUs on {nodes} nodes",
     "granularity": "{billed_hours} billed hours per GPU for {operating_hours} operating hours (billing granularity)",
+    "billed_by_use": "{billed_hours} billed hours per GPU: the {busy_hours} hours the work takes on {gpus} GPUs, "
+                     "of the {operating_hours} hours available",
+    "converted_units": "{factor} {want} per {have} ({source})",
+    "retries_in_gpu_time": "retries and failed attempts use {share:.2%} of the billed GPU time, shown once as waste",
     "overage": "{hours} hours per GPU beyond the commitment, billed at the overage price",
     "minimum_commitment": "minimum commitment tops the cost up by {amount} (counted as idle)",
     "rate_not_given": "{field} not given: counted as 0",
@@ -472,7 +554,10 @@ class Row:
     """One phase-4 row. Money is in the reporting currency, per period, unrounded.
 
     `total_cost` = gpu_cost + storage_network + platform_labor + other_costs + failure_waste; `idle_capacity` and
-    `productive_capacity` split `gpu_cost` (they are not added to the total).
+    `productive_capacity` split `gpu_cost` (they are not added to the total). `billed_compute` is what the provider
+    bills for compute: gpu_cost + retry_waste + failure_loss (the retried and failed work's share is moved from the
+    bill to the waste column, so each is counted once). `unit` is what `accepted_outputs` counts and
+    `effective_unit_cost` is per one of it; `time_to_answer_hours` is how long the sized fleet takes for one unit.
     """
 
     candidate_id: str
@@ -483,6 +568,7 @@ class Row:
     gpus: int
     nodes: int
     billed_hours_per_gpu: Decimal | None
+    billed_compute: Decimal
     gpu_cost: Decimal
     gpu_cost_parts: Mapping[str, Decimal]
     productive_capacity: Decimal
@@ -503,6 +589,9 @@ class Row:
     effective_unit_cost: Decimal
     hourly_price: Decimal | None
     quality_acceptance: Decimal
+    unit: str
+    capacity_unit: str
+    time_to_answer_hours: Decimal | None
     notes: tuple[Note, ...]
     provenance: Mapping[str, tuple[Provenance, ...]]
 
@@ -549,12 +638,14 @@ def _rate_table(currency: str, exchange_rates: Iterable[ExchangeRate]) -> dict[s
 
 @dataclass(frozen=True)
 class _Compute:
-    """The compute part of a row in the candidate's own currency."""
+    """The compute part of a row in the candidate's own currency. `billed` is the provider's bill for compute (the
+    minimum-commitment top-up included); `retry_waste` and `failure_loss` are the shares of it (GPU) or the paid
+    requests on top of it (API) that retried and failed work used."""
 
     gpus: int
     nodes: int
     billed_hours_per_gpu: Decimal | None
-    gpu_cost: Decimal
+    billed: Decimal
     gpu_cost_parts: dict[str, Decimal]
     productive: Decimal
     retry_waste: Decimal
@@ -562,31 +653,74 @@ class _Compute:
     preemption_rework: Decimal
     paid_requests: Decimal | None
     hourly_price: Decimal | None
+    time_to_answer_hours: Decimal | None
+    conversions: tuple[Conversion, ...]
     notes: tuple[Note, ...]
 
+    @property
+    def gpu_cost(self) -> Decimal:
+        """The GPU-cost column: the bill less the retried and failed work's share (that share is the waste column)."""
+        if self.paid_requests is not None:
+            return self.billed
+        return self.billed - self.retry_waste - self.failure_loss
 
-def _billed_run_hours(demand: Demand, granularity: Decimal | None) -> Decimal:
-    """Operating hours per GPU as billed: each run rounded up to the billing granularity."""
-    if granularity is None:
-        return demand.operating_hours
-    per_run = demand.operating_hours / demand.runs_per_period
-    return _ceil(per_run / granularity) * granularity * demand.runs_per_period
+
+def _billed_run_hours(
+    needed_hours: Decimal, runs: int, granularity: Decimal | None, minimum: Decimal | None
+) -> Decimal:
+    """Hours per GPU as billed: each run's hours rounded up to the billing granularity, and at least the minimum
+    charge (per run)."""
+    per_run = needed_hours / runs
+    if granularity is not None:
+        per_run = _ceil(per_run / granularity) * granularity
+    if minimum is not None:
+        per_run = max(per_run, minimum)
+    return per_run * runs
 
 
-def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Compute:
+def _conversion_notes(conversions: Iterable[Conversion]) -> list[Note]:
+    def source(provenance: Provenance) -> str:
+        return f"{provenance.kind}: {provenance.reference or provenance.by}"
+
+    return [Note("converted_units", {"factor": item.factor, "want": unit_name(item.unit), "have": unit_name(item.per),
+                                     "source": source(item.source)})
+            for item in dict.fromkeys(conversions)]
+
+
+def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal, quality: Decimal) -> _Compute:
+    """Size the fleet and bill it. Retried and failed attempts are work the fleet does: they enlarge the work (and so
+    the fleet and the hours), and their share of the billed GPU time is reported once, as waste."""
     cid = candidate.id
     capacity = candidate.capacity_at_slo_per_gpu
     assert capacity is not None  # guaranteed by CandidateInput validation
+    conversions = candidate.conversions + demand.conversions
+    to_capacity, used = _factor(cid, "capacity_unit", "the capacity at the SLO", demand.unit, candidate.capacity_unit,
+                                conversions)
     notes: list[Note] = []
     waste_share = ONE + candidate.retry_rate + candidate.failure_rate
-    mean_rate = generated * waste_share / (demand.operating_hours * SECONDS_PER_HOUR)
-    basis = "peak" if demand.peak_rate >= mean_rate else "volume"
-    required_rate = max(demand.peak_rate, mean_rate) * (ONE + candidate.headroom)
+    useful = generated * to_capacity  # outputs to generate, in the capacity's unit
+    work = useful * waste_share  # … with the retried and failed attempts
+    mean_rate = work / (demand.operating_hours * SECONDS_PER_HOUR)
+    peak = ZERO
+    if demand.peak_rate:
+        peak_unit = demand.peak_unit if demand.peak_unit is not None else demand.unit
+        peak_factor, peak_used = _factor(cid, "capacity_unit", "the capacity at the SLO", peak_unit,
+                                         candidate.capacity_unit, conversions)
+        used += peak_used
+        # Rejected outputs are generated again, and retries are sent again: both add load at the peak too.
+        peak = demand.peak_rate * peak_factor / quality * waste_share
+    basis = "peak" if peak >= mean_rate else "volume"
+    required_rate = max(peak, mean_rate) * (ONE + candidate.headroom)
     replicas = _ceil(required_rate / (capacity * candidate.gpus_per_replica))
     nodes = -(-(replicas * candidate.gpus_per_replica) // candidate.gpus_per_node)
     gpus = nodes * candidate.gpus_per_node
     notes.append(Note("sized_by", {"basis": basis, "gpus": gpus, "nodes": nodes}))
+    notes.extend(_conversion_notes(used))
     billing_units = Decimal(nodes if candidate.price_unit is PriceUnit.NODE_HOUR else gpus)
+    # The hours the fleet must be up: a service with a peak to meet, its operating hours; work sized by its volume,
+    # the hours the work takes on this fleet (it is switched off when done).
+    busy_hours = work / (gpus * capacity * SECONDS_PER_HOUR)
+    needed_hours = min(busy_hours, demand.operating_hours) if demand.billed_by_use else demand.operating_hours
 
     parts: dict[str, Decimal] = {}
     preemption_rework = ZERO
@@ -595,26 +729,27 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Co
         months = demand.period_hours / HOURS_PER_MONTH
         power = candidate.power_kw_per_node
         parts["amortised_capex"] = nodes * candidate.capex_per_node / candidate.amortisation_months * months
-        parts["energy"] = nodes * power * candidate.pue * demand.operating_hours * candidate.energy_price_per_kwh
+        parts["energy"] = nodes * power * candidate.pue * needed_hours * candidate.energy_price_per_kwh
         parts["colocation"] = nodes * power * (candidate.colocation_per_kw_month or ZERO) * months
         parts["maintenance"] = nodes * (candidate.maintenance_per_node_year or ZERO) * months / MONTHS_PER_YEAR
         capacity_hours = demand.period_hours
         billed_hours: Decimal | None = demand.period_hours
         notes.append(Note("derived_hourly_price"))
-        if demand.operating_hours < demand.period_hours:
-            notes.append(Note("idle_power_not_counted", {"operating_hours": demand.operating_hours}))
+        if needed_hours < demand.period_hours:
+            notes.append(Note("idle_power_not_counted", {"operating_hours": needed_hours}))
     elif model is BillingModel.RESERVED:
-        # Hours inside the commitment are prepaid, so only the overage is rounded to the billing granularity.
+        # The commitment is billed whole, used or not; only hours beyond it are billed by use, rounded up to the
+        # billing granularity.
         committed = candidate.committed_hours
         if committed > demand.period_hours:
             raise NormalizationError(cid, "committed_hours", "cannot exceed the hours of the period")
-        overage = max(ZERO, demand.operating_hours - committed)
+        overage = max(ZERO, needed_hours - committed)
         granularity = candidate.billing_granularity_hours
         if overage and granularity is not None:
             overage = _ceil(overage / granularity) * granularity
         if overage and candidate.overage_price is None:
             raise NormalizationError(cid, "committed_hours",
-                                     f"the workload runs {demand.operating_hours} h, the commitment covers "
+                                     f"the workload runs {needed_hours} h, the commitment covers "
                                      f"{committed} h and no overage price is given")
         parts["committed"] = billing_units * committed * candidate.unit_price
         if overage:
@@ -622,8 +757,12 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Co
             notes.append(Note("overage", {"hours": overage}))
         capacity_hours = billed_hours = committed + overage
     else:
-        used_hours = _billed_run_hours(demand, candidate.billing_granularity_hours)
-        if used_hours != demand.operating_hours:
+        used_hours = _billed_run_hours(needed_hours, demand.runs_per_period, candidate.billing_granularity_hours,
+                                       candidate.minimum_billed_hours)
+        if demand.billed_by_use:
+            notes.append(Note("billed_by_use", {"billed_hours": used_hours, "busy_hours": busy_hours, "gpus": gpus,
+                                                "operating_hours": demand.operating_hours}))
+        elif used_hours != demand.operating_hours:
             notes.append(Note("granularity", {"billed_hours": used_hours, "operating_hours": demand.operating_hours}))
         parts["hours_used"] = billing_units * used_hours * candidate.unit_price
         capacity_hours = billed_hours = used_hours
@@ -636,45 +775,61 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Co
     if top_up:
         parts["minimum_commitment_top_up"] = top_up
         notes.append(Note("minimum_commitment", {"amount": top_up}))
-    gpu_cost = base_cost + top_up
     capacity_outputs = gpus * capacity * SECONDS_PER_HOUR * capacity_hours
-    productive = base_cost * min(ONE, generated / capacity_outputs)
+    # The billed GPU time the work used (at most all of it), split between the useful outputs, the retries and the
+    # failed attempts in proportion to their work; the rest (and any top-up) is idle.
+    busy_cost = base_cost * min(ONE, work / capacity_outputs)
+    retry_waste = busy_cost * candidate.retry_rate / waste_share
+    failure_loss = busy_cost * candidate.failure_rate / waste_share
+    if retry_waste or failure_loss:
+        notes.append(Note("retries_in_gpu_time", {"share": (retry_waste + failure_loss) / (base_cost + top_up)}))
     if model is BillingModel.PURCHASE:
-        hourly_price = gpu_cost / (gpus * demand.period_hours)
+        hourly_price = (base_cost + top_up) / (gpus * demand.period_hours)
     else:
         hourly_price = candidate.hourly_price_per_gpu
     return _Compute(
-        gpus=gpus, nodes=nodes, billed_hours_per_gpu=billed_hours, gpu_cost=gpu_cost, gpu_cost_parts=parts,
-        productive=productive, retry_waste=candidate.retry_rate * gpu_cost,
-        failure_loss=candidate.failure_rate * gpu_cost, preemption_rework=preemption_rework, paid_requests=None,
-        hourly_price=hourly_price, notes=tuple(notes),
+        gpus=gpus, nodes=nodes, billed_hours_per_gpu=billed_hours, billed=base_cost + top_up, gpu_cost_parts=parts,
+        productive=busy_cost / waste_share, retry_waste=retry_waste, failure_loss=failure_loss,
+        preemption_rework=preemption_rework, paid_requests=None, hourly_price=hourly_price,
+        time_to_answer_hours=to_capacity / (gpus * capacity * SECONDS_PER_HOUR), conversions=used,
+        notes=tuple(notes),
     )
 
 
-def _api_route(candidate: CandidateInput, generated: Decimal) -> _Compute:
+def _api_route(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Compute:
+    """An API route is paid per request: the demand is converted to requests (its own mean output tokens per request
+    is a conversion), and retried and failed requests are paid requests on top."""
+    own = Conversion(WorkUnit.REQUEST, WorkUnit.OUTPUT_TOKEN, candidate.mean_output_tokens,
+                     candidate.provenance.get("mean_output_tokens")) if candidate.mean_output_tokens else None
+    conversions = candidate.conversions + ((own,) if own is not None and own.source is not None else ()) \
+        + demand.conversions
+    to_requests, used = _factor(candidate.id, "mean_output_tokens", "the route's price (per request)", demand.unit,
+                                WorkUnit.REQUEST if demand.unit is not None else None, conversions)
+    requests = generated * to_requests
     price_per_request = (
         candidate.mean_input_tokens * candidate.api_input_price_per_million
         + candidate.mean_output_tokens * candidate.api_output_price_per_million
     ) / TOKENS_PER_PRICE_UNIT
-    compute = generated * price_per_request
+    compute = requests * price_per_request
     parts = {"requests": compute}
     top_up = max(ZERO, (candidate.minimum_commitment or ZERO) - compute)
-    notes = []
+    notes = _conversion_notes(used)
     if top_up:
         parts["minimum_commitment_top_up"] = top_up
         notes.append(Note("minimum_commitment", {"amount": top_up}))
-    paid = generated * (ONE + candidate.retry_rate + candidate.failure_rate)
-    notes.append(Note("paid_requests", {"paid": paid, "generated": generated}))
+    paid = requests * (ONE + candidate.retry_rate + candidate.failure_rate)
+    notes.append(Note("paid_requests", {"paid": paid, "generated": requests}))
     return _Compute(
-        gpus=0, nodes=0, billed_hours_per_gpu=None, gpu_cost=compute + top_up, gpu_cost_parts=parts,
-        productive=compute, retry_waste=generated * candidate.retry_rate * price_per_request,
-        failure_loss=generated * candidate.failure_rate * price_per_request, preemption_rework=ZERO,
-        paid_requests=paid, hourly_price=None, notes=tuple(notes),
+        gpus=0, nodes=0, billed_hours_per_gpu=None, billed=compute + top_up, gpu_cost_parts=parts,
+        productive=compute, retry_waste=requests * candidate.retry_rate * price_per_request,
+        failure_loss=requests * candidate.failure_rate * price_per_request, preemption_rework=ZERO,
+        paid_requests=paid, hourly_price=None, time_to_answer_hours=None, conversions=used, notes=tuple(notes),
     )
 
 
 def _figure_provenance(
-    demand: Demand, candidate: CandidateInput, exchange_rate: ExchangeRate, converted: bool
+    demand: Demand, candidate: CandidateInput, exchange_rate: ExchangeRate, converted: bool,
+    conversions: tuple[Conversion, ...] = (),
 ) -> dict[str, tuple[Provenance, ...]]:
     own = candidate.provenance
 
@@ -688,7 +843,8 @@ def _figure_provenance(
     price = inputs(*_MODEL_INPUTS[candidate.commercial_model]) + inputs("minimum_commitment")
     accepted = [demand.provenance[name] for name in ("accepted_outputs", "quality_acceptance")
                 if name in demand.provenance] + inputs("quality_acceptance")
-    sizing = [demand.provenance[name] for name in ("peak_rate", "operating_hours") if name in demand.provenance]
+    sizing = [demand.provenance[name] for name in ("peak_rate", "operating_hours") if name in demand.provenance] \
+        + [item.source for item in conversions]
     figures = {
         "gpu_cost": price + sizing + rate,
         "productive_capacity": price + sizing + accepted + rate,
@@ -719,9 +875,9 @@ def _normalize_one(demand: Demand, candidate: CandidateInput, currency: str,
     quality = candidate.quality_acceptance if candidate.quality_acceptance is not None else demand.quality_acceptance
     generated = demand.accepted_outputs / quality
     if candidate.kind is CandidateKind.API:
-        compute = _api_route(candidate, generated)
+        compute = _api_route(demand, candidate, generated)
     else:
-        compute = _fleet(demand, candidate, generated)
+        compute = _fleet(demand, candidate, generated, quality)
 
     column_totals = {"storage_network": ZERO, "platform_labor": ZERO, "other_costs": ZERO}
     by_kind: dict[str, Decimal] = {}
@@ -736,7 +892,11 @@ def _normalize_one(demand: Demand, candidate: CandidateInput, currency: str,
     failure_loss = compute.failure_loss * rate
     preemption_rework = compute.preemption_rework * rate
     failure_waste = retry_waste + failure_loss + preemption_rework
-    total = gpu_cost + sum(column_totals.values(), ZERO) + failure_waste
+    # The bill for compute, counted once: a fleet's retried and failed work is a share of its bill (moved to the waste
+    # column); an API route's retried and failed requests are paid on top of the useful ones.
+    billed_compute = compute.billed * rate if candidate.kind is not CandidateKind.API \
+        else gpu_cost + retry_waste + failure_loss
+    total = billed_compute + preemption_rework + sum(column_totals.values(), ZERO)
     idle = gpu_cost - productive
 
     notes = list(compute.notes)
@@ -768,6 +928,7 @@ def _normalize_one(demand: Demand, candidate: CandidateInput, currency: str,
         gpus=compute.gpus,
         nodes=compute.nodes,
         billed_hours_per_gpu=compute.billed_hours_per_gpu,
+        billed_compute=billed_compute,
         gpu_cost=gpu_cost,
         gpu_cost_parts=MappingProxyType({name: value * rate for name, value in compute.gpu_cost_parts.items()}),
         productive_capacity=productive,
@@ -788,8 +949,13 @@ def _normalize_one(demand: Demand, candidate: CandidateInput, currency: str,
         effective_unit_cost=total / demand.accepted_outputs,
         hourly_price=compute.hourly_price * rate if compute.hourly_price is not None else None,
         quality_acceptance=quality,
+        unit=str(demand.unit) if demand.unit is not None else "",
+        capacity_unit=str(candidate.capacity_unit or demand.unit or "") if candidate.kind is not CandidateKind.API
+        else str(WorkUnit.REQUEST),
+        time_to_answer_hours=compute.time_to_answer_hours,
         notes=tuple(notes),
-        provenance=MappingProxyType(_figure_provenance(demand, candidate, exchange_rate, converted)),
+        provenance=MappingProxyType(_figure_provenance(demand, candidate, exchange_rate, converted,
+                                                       compute.conversions)),
     )
 
 
@@ -826,7 +992,9 @@ class TrainingRun:
 
     `throughput_tokens_per_second` is the whole cluster's measured rate; `checkpoint_write_hours` is the time
     training stalls per checkpoint; `failures_per_gpu_hour` the interruption rate per GPU-hour; `restart_hours`
-    the time to detect a failure, restart and restore the last checkpoint. Every non-zero input needs provenance.
+    the time to detect a failure, restart and restore the last checkpoint. `acceptance` is the share of completed
+    runs that count (a training run that reaches the target eval score; a fine-tuned checkpoint that is accepted), and
+    `unit` what one counted run is. Every non-zero input needs provenance; an acceptance below 1 needs it too.
     """
 
     id: str
@@ -839,12 +1007,14 @@ class TrainingRun:
     checkpoint_write_hours: Decimal = ZERO
     failures_per_gpu_hour: Decimal = ZERO
     restart_hours: Decimal = ZERO
+    acceptance: Decimal = ONE
+    unit: WorkUnit = WorkUnit.TRAINING_RUN
     currency: str = "USD"
     cost_lines: tuple[CostLine, ...] = ()
     provenance: Mapping[str, Provenance] = field(default_factory=dict)
 
     _NUMBERS = ("price_per_gpu_hour", "token_budget", "throughput_tokens_per_second", "checkpoint_interval_hours",
-                "checkpoint_write_hours", "failures_per_gpu_hour", "restart_hours")
+                "checkpoint_write_hours", "failures_per_gpu_hour", "restart_hours", "acceptance")
     _POSITIVE = ("price_per_gpu_hour", "token_budget", "throughput_tokens_per_second", "checkpoint_interval_hours")
 
     def __post_init__(self) -> None:
@@ -860,8 +1030,15 @@ class TrainingRun:
             raise NormalizationError(rid, "currency", "must be a three-letter ISO 4217 code")
         object.__setattr__(self, "currency", self.currency.upper())
         object.__setattr__(self, "cost_lines", _validated_cost_lines(rid, self.cost_lines))
+        _check_range(rid, "acceptance", self.acceptance, positive=True, at_most=ONE)
+        try:
+            object.__setattr__(self, "unit", WorkUnit(self.unit))
+        except ValueError:
+            raise NormalizationError(rid, "unit", f"unknown unit {self.unit!r}") from None
         object.__setattr__(self, "provenance", _frozen_provenance(rid, self._NUMBERS, self.provenance))
         for name in self._NUMBERS:
+            if name == "acceptance" and self.acceptance == ONE:
+                continue
             if getattr(self, name) != ZERO and name not in self.provenance:
                 raise NormalizationError(rid, name, "every input needs its provenance (measured, quoted or estimated)")
 
@@ -871,7 +1048,8 @@ class TrainingRow:
     """Cost of one completed run, in the reporting currency, unrounded.
 
     cost_per_completed_run = gpu_compute + checkpointing + failed_run_waste + storage + network + platform_labor
-    + other cost lines.
+    + other cost lines; cost_per_accepted_output = cost_per_completed_run ÷ acceptance (the decision metric: per run
+    that reaches the target eval score, per accepted checkpoint), in `unit`.
     """
 
     run_id: str
@@ -892,6 +1070,9 @@ class TrainingRow:
     platform_labor: Decimal
     other_costs: Decimal
     cost_per_completed_run: Decimal
+    acceptance: Decimal
+    unit: str
+    cost_per_accepted_output: Decimal
     provenance: Mapping[str, tuple[Provenance, ...]]
 
 
@@ -948,12 +1129,14 @@ def training_run_cost(
             "cost_lines": [line.provenance for line in run.cost_lines] + converted,
         }
         figures["cost_per_completed_run"] = [item for items in figures.values() for item in items]
+        figures["cost_per_accepted_output"] = figures["cost_per_completed_run"] + inputs("acceptance")
         return TrainingRow(
             run_id=run.id, label=run.label, currency=currency, compute_hours=compute_hours, checkpoints=checkpoints,
             checkpoint_hours=checkpoint_hours, expected_failures=expected_failures,
             failed_run_waste_hours=waste_hours, wall_clock_hours=wall_clock, gpu_hours=run.gpus * wall_clock,
             gpu_compute=gpu_compute, checkpointing=checkpointing, failed_run_waste=failed_run_waste,
             storage=storage, network=network, platform_labor=labor, other_costs=other, cost_per_completed_run=total,
+            acceptance=run.acceptance, unit=str(run.unit), cost_per_accepted_output=total / run.acceptance,
             provenance=MappingProxyType({name: _unique(items) for name, items in figures.items()}),
         )
 

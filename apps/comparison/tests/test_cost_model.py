@@ -70,30 +70,38 @@ def one_row(demand, candidate, **kwargs):
 
 
 def test_worked_example_a_on_demand_h100():
+    """Peak 12 req/s × 1.01 (the 1 % retries are sent again at the peak too) = 12.12 ÷ 5 req/s → 3 GPUs, billed
+    3 × 730 h × 3.00 = 6,570.00. The retries used 20,000,000 × 0.01 = 200,000 of the 3 × 5 × 3600 × 730 =
+    39,420,000 requests the fleet could serve: 6,570.00 × 200,000 ÷ 39,420,000 = 33.33 of the bill, shown once as
+    retry waste (the old convention added 1 % of the bill, 65.70, on top of a bill that already paid for the retries).
+    Total 6,570.00 + 120.00 + 1,800.00 = 8,490.00; per accepted response 8,490.00 ÷ 20,000,000 = 0.0004245."""
     row = one_row(realtime_demand(), candidate_a())
     assert row.gpus == 3
-    assert row.gpu_cost == D("6570.00")
+    assert row.billed_compute == D("6570.00")
+    assert round_to_minor_unit(row.retry_waste, "USD") == D("33.33")
+    assert row.gpu_cost + row.retry_waste == D("6570.00")
+    assert row.failure_waste == row.retry_waste
     assert row.storage_network == D("120.00")
     assert row.platform_labor == D("1800.00")
-    assert row.retry_waste == D("65.70")
-    assert row.failure_waste == D("65.70")
-    assert row.total_cost == D("8555.70")
-    assert row.effective_unit_cost == D("0.000427785")
-    assert round_to_minor_unit(row.idle_capacity, "USD") == D("3236.67")
+    assert row.total_cost == D("8490.00")
+    assert row.effective_unit_cost == D("0.0004245")
+    assert round_to_minor_unit(row.idle_capacity, "USD") == D("3203.33")  # 6,570.00 × (1 − 20,200,000 ÷ 39,420,000)
     assert round_to_minor_unit(row.productive_capacity, "USD") == D("3333.33")
     assert row.hourly_price == D("3.00")
 
 
 def test_worked_example_b_reserved_h200():
+    """12.12 req/s ÷ 9 → 2 GPUs, 2 × 730 × 3.50 = 5,110.00 committed; retries 5,110.00 × 200,000 ÷ (2 × 9 × 3600 ×
+    730 = 47,304,000) = 21.60 of it. Total 5,110.00 + 1,920.00 = 7,030.00; per response 0.0003515."""
     row = one_row(realtime_demand(), candidate_b())
     assert row.gpus == 2
-    assert row.gpu_cost == D("5110.00")
+    assert row.billed_compute == D("5110.00")
+    assert round_to_minor_unit(row.failure_waste, "USD") == D("21.60")
     assert row.storage_network == D("120.00")
     assert row.platform_labor == D("1800.00")
-    assert row.failure_waste == D("51.10")
-    assert row.total_cost == D("7081.10")
-    assert row.effective_unit_cost == D("0.000354055")
-    assert round_to_minor_unit(row.idle_capacity, "USD") == D("2949.51")
+    assert row.total_cost == D("7030.00")
+    assert row.effective_unit_cost == D("0.0003515")
+    assert round_to_minor_unit(row.idle_capacity, "USD") == D("2927.90")  # 5,110.00 × (1 − 20,200,000 ÷ 47,304,000)
     assert row.hourly_price == D("3.50")
 
 
@@ -120,25 +128,27 @@ def test_worked_example_cheapest_hour_is_not_the_cheapest_output():
 
 def test_idle_capacity_is_part_of_gpu_cost_and_not_added_again():
     row = one_row(realtime_demand(), candidate_a())
-    assert row.productive_capacity + row.idle_capacity == row.gpu_cost
+    assert close(row.productive_capacity + row.idle_capacity, row.gpu_cost)
     assert row.total_cost == (row.gpu_cost + row.storage_network + row.platform_labor + row.other_costs
                               + row.failure_waste)
-    # productive share = demand ÷ provisioned capacity over the period: 20e6 ÷ (3 × 5 req/s × 730 h × 3600 s)
-    assert close(row.productive_share, D(20_000_000) / D(3 * 5 * 730 * 3600))
+    # the bill is split once: useful work, retried work and idle time
+    assert close(row.productive_capacity + row.idle_capacity + row.retry_waste, row.billed_compute)
+    # productive = demand ÷ provisioned capacity over the period: 20e6 ÷ (3 × 5 req/s × 730 h × 3600 s) of the bill
+    assert close(row.productive_capacity, D("6570.00") * D(20_000_000) / D(3 * 5 * 730 * 3600))
 
 
 def test_unit_cost_is_kept_unrounded():
     row = one_row(realtime_demand(accepted_outputs=D(7), peak_rate=D(1)), candidate_a())
-    assert row.total_cost == D("4131.90")  # 1 GPU × 730 h × 3.00 + 120.00 + 1,800.00 + 1 % of 2,190.00
-    assert row.effective_unit_cost == D("4131.90") / 7
+    assert row.total_cost == D("4110.00")  # 1 GPU × 730 h × 3.00 + 120.00 + 1,800.00 (its retries inside the bill)
+    assert row.effective_unit_cost == D("4110.00") / 7
     assert len(row.effective_unit_cost.as_tuple().digits) == 34
-    assert significant(row.effective_unit_cost, 6) == D("590.271")
+    assert significant(row.effective_unit_cost, 6) == D("587.143")
 
 
 def test_to_dict_keeps_exact_decimal_strings_and_provenance():
     data = one_row(realtime_demand(), candidate_a()).to_dict()
-    assert data["effective_unit_cost"] == "0.000427785"
-    assert data["gpu_cost"] == "6570.00"
+    assert data["effective_unit_cost"] == "0.0004245"
+    assert data["billed_compute"] == "6570.00"
     assert data["kind"] == "gpu"
     assert {"kind": "quoted", "reference": "price-version-17", "by": "", "why": ""} in data["provenance"]["gpu_cost"]
     assert any(note["code"] == "idle_share" for note in data["notes"])
@@ -165,7 +175,7 @@ def test_notes_report_latency_against_target_memory_margin_and_acceptance():
     assert notes["p95_latency"].params["verdict"] == "misses"
     assert notes["memory_margin"].params["value"] == D("0.18")
     assert notes["quality_acceptance"].params["value"] == D(1)
-    assert notes["idle_share"].text == "idle capacity is 49.3% of the GPU cost"
+    assert notes["idle_share"].text == "idle capacity is 49.0% of the GPU cost"
     assert notes["rate_not_given"].params["field"] == "failure_rate"
 
 
@@ -185,39 +195,52 @@ def test_replicas_and_nodes_are_whole():
                             price_unit="node_hour", unit_price=D("24.00"))
     row = one_row(realtime_demand(), candidate)
     assert (row.gpus, row.nodes) == (8, 1)
-    assert row.gpu_cost == D("24.00") * 730
+    assert row.billed_compute == D("24.00") * 730
     assert row.hourly_price == D("3.00")
 
 
 def test_batch_work_is_sized_by_volume_after_quality_filter():
-    # 3.6M accepted at 90 % acceptance = 4M generated in 100 operating hours = 11.1 req/s → 6 GPUs at 2 req/s
+    """3.6M accepted at 90 % acceptance = 4M generated in 100 operating hours = 11.1 req/s → 6 GPUs at 2 req/s; billed
+    by use (no granularity): the 4M ÷ (6 × 2 × 3600) = 92.59 h the work takes, not the 100-hour window."""
     demand = Demand(accepted_outputs=D(3_600_000), period_hours=D(730), peak_rate=D(0), operating_hours=D(100),
                     mode="batch", quality_acceptance=D("0.9"))
     row = one_row(demand, candidate_a(capacity_at_slo_per_gpu=D(2), retry_rate=D(0)))
     assert row.gpus == 6
     assert row.generated_outputs == D(4_000_000)
-    assert row.gpu_cost == 6 * 100 * D("3.00")
-    assert close(row.productive_capacity, D(1800) * D(4_000_000) / D(6 * 2 * 100 * 3600))
+    assert close(row.gpu_cost, D(4_000_000) / 2 / 3600 * D("3.00"))  # GPU-seconds of work × price
+    assert close(row.productive_capacity, row.gpu_cost)
     assert {note.params.get("basis") for note in row.notes if note.code == "sized_by"} == {"volume"}
 
 
 def test_on_demand_hours_round_up_per_run_to_the_billing_granularity():
-    # 40 runs of 2.5 h billed by the hour → 40 × 3 h = 120 billed hours per GPU
+    """1M requests at 5 req/s per GPU on the 1 GPU the volume needs (1M ÷ 360,000 s = 2.8 req/s): 55.56 h of work in
+    40 runs of 1.389 h, each billed by the hour → 40 × 2 h = 80 billed hours."""
     demand = Demand(accepted_outputs=D(1_000_000), period_hours=D(730), peak_rate=D(0), operating_hours=D(100),
                     mode="batch", runs_per_period=40)
     candidate = candidate_a(billing_granularity_hours=D(1), retry_rate=D(0),
                             provenance={"unit_price": QUOTE_A, "capacity_at_slo_per_gpu": MEASURED,
                                         "billing_granularity_hours": QUOTE_A})
     row = one_row(demand, candidate)
-    assert row.billed_hours_per_gpu == D(120)
-    assert row.gpu_cost == row.gpus * 120 * D("3.00")
-    # the 20 rounded-up hours are paid and idle
-    assert close(row.productive_capacity, row.gpu_cost * D(1_000_000) / (row.gpus * 5 * 3600 * 120))
+    assert row.gpus == 1
+    assert row.billed_hours_per_gpu == D(80)
+    assert row.gpu_cost == 80 * D("3.00")
+    # the rounded-up hours are paid and idle
+    assert close(row.productive_capacity, row.gpu_cost * D(1_000_000) / (5 * 3600 * 80))
+
+
+def test_a_minimum_charge_per_run_is_billed():
+    """40 runs of 1.389 h with a 2-hour minimum charge per run (no granularity) → 80 billed hours."""
+    demand = Demand(accepted_outputs=D(1_000_000), period_hours=D(730), peak_rate=D(0), operating_hours=D(100),
+                    mode="batch", runs_per_period=40)
+    candidate = candidate_a(minimum_billed_hours=D(2), retry_rate=D(0),
+                            provenance={"unit_price": QUOTE_A, "capacity_at_slo_per_gpu": MEASURED,
+                                        "minimum_billed_hours": QUOTE_A})
+    assert one_row(demand, candidate).billed_hours_per_gpu == D(80)
 
 
 def test_reserved_hours_are_billed_regardless_of_use():
     half_time = realtime_demand(operating_hours=D(365), accepted_outputs=D(10_000_000))
-    row = one_row(half_time, candidate_b())
+    row = one_row(half_time, candidate_b(retry_rate=D(0)))
     assert row.gpu_cost == D("5110.00")
     assert close(row.productive_capacity, D("5110.00") * D(10_000_000) / (2 * 9 * 3600 * 730))
 
@@ -232,17 +255,17 @@ def test_reserved_overage_hours_are_billed_at_the_overage_price():
     provenance = {**candidate_b().provenance, "overage_price": QUOTE_B}
     row = one_row(realtime_demand(), candidate_b(committed_hours=D(500), overage_price=D("4.00"),
                                                  provenance=provenance))
-    assert row.gpu_cost == 2 * (500 * D("3.50") + 230 * D("4.00"))
+    assert row.billed_compute == 2 * (500 * D("3.50") + 230 * D("4.00"))
     assert row.gpu_cost_parts["overage"] == 2 * 230 * D("4.00")
 
 
 def test_minimum_commitment_tops_up_gpu_cost_as_idle():
     provenance = {**candidate_a().provenance, "minimum_commitment": QUOTE_A}
     row = one_row(realtime_demand(), candidate_a(minimum_commitment=D("8000.00"), provenance=provenance))
-    assert row.gpu_cost == D("8000.00")
+    assert row.billed_compute == D("8000.00")
     assert row.gpu_cost_parts["minimum_commitment_top_up"] == D("1430.00")
-    assert round_to_minor_unit(row.idle_capacity, "USD") == D("4666.67")  # 3,236.67 + the 1,430.00 top-up
-    assert row.retry_waste == D("80.00")
+    assert round_to_minor_unit(row.idle_capacity, "USD") == D("4633.33")  # 3,203.33 + the 1,430.00 top-up
+    assert round_to_minor_unit(row.retry_waste, "USD") == D("33.33")  # the retries' share of the GPU time, as before
 
 
 def test_spot_preemption_rework_is_failure_waste():
@@ -301,8 +324,8 @@ def test_other_currency_is_converted_at_the_stated_rate():
     rate = ExchangeRate("EUR", D("1.10"), Provenance.quoted("ecb-2025-06-02"))
     row = one_row(realtime_demand(), candidate_a(currency="EUR"), exchange_rates=[rate])
     assert row.currency == "USD"
-    assert row.gpu_cost == D("6570.00") * D("1.10")
-    assert row.total_cost == D("8555.70") * D("1.10")
+    assert row.billed_compute == D("6570.00") * D("1.10")
+    assert row.total_cost == D("8490.00") * D("1.10")
     assert row.hourly_price == D("3.30")
     assert rate.provenance in row.provenance["effective_unit_cost"]
 
@@ -418,7 +441,9 @@ def test_training_run_needs_provenance_and_positive_throughput():
 
 
 def test_media_cost_per_accepted_asset():
-    # 10,000 accepted images at 80 % acceptance = 12,500 renders; 1 GPU for 100 h at 2.00; 5 % failed renders
+    """10,000 accepted images at 80 % acceptance = 12,500 renders, + 5 % failed renders = 13,125 attempts at 0.05/s
+    on 1 GPU = 262,500 s = 72.92 h billed by use (not the 100-hour window) × 2.00 = 145.83; the failed renders' share
+    145.83 × 0.05 ÷ 1.05 = 6.94 is the waste; (145.83 + 30 + 25 + 5 + 80) ÷ 10,000 = 0.0285833 per accepted image."""
     demand = Demand(accepted_outputs=D(10_000), period_hours=D(730), peak_rate=D(0), operating_hours=D(100),
                     mode="media", quality_acceptance=D("0.8"))
     candidate = CandidateInput(
@@ -430,11 +455,13 @@ def test_media_cost_per_accepted_asset():
         provenance={"unit_price": QUOTE_A, "capacity_at_slo_per_gpu": MEASURED, "failure_rate": MEASURED},
     )
     row = one_row(demand, candidate)
-    assert row.gpu_cost == D(200)
-    assert row.failure_loss == D(10)
+    bill = D(262_500) / 3600 * D("2.00")
+    assert close(row.billed_compute, bill)
+    assert close(row.failure_loss, bill * D("0.05") / D("1.05"))
+    assert close(row.gpu_cost + row.failure_loss, bill)
     assert row.other_costs == D(110)
-    assert media_cost_per_accepted_asset(row) == D("0.035")  # (200 + 30 + 10 + 25 + 5 + 80) ÷ 10,000
-    assert row.effective_unit_cost == D("0.035")
+    assert close(media_cost_per_accepted_asset(row), (bill + 140) / 10_000)
+    assert close(row.effective_unit_cost, (bill + 140) / 10_000)
 
 
 # --- break-even and sensitivity ---------------------------------------------------------------------------------
@@ -515,13 +542,15 @@ def test_rows_are_consistent_for_any_valid_gpu_candidate(case):
     money_fields = ("gpu_cost", "productive_capacity", "idle_capacity", "storage_network", "platform_labor",
                     "failure_waste", "total_cost", "effective_unit_cost", "hourly_price")
     assert all(isinstance(getattr(row, name), Decimal) and getattr(row, name).is_finite() for name in money_fields)
-    assert D(0) <= row.idle_capacity <= row.gpu_cost
-    assert row.productive_capacity + row.idle_capacity == row.gpu_cost
-    assert row.total_cost == (row.gpu_cost + row.storage_network + row.platform_labor + row.other_costs
-                              + row.failure_waste)
-    assert abs(row.effective_unit_cost * row.accepted_outputs - row.total_cost) <= row.total_cost * D("1e-30")
-    # enough whole GPUs for the peak, and one node fewer would not be
-    needed = demand.peak_rate * (1 + candidate.headroom)
+    tolerance = row.total_cost * D("1e-30")
+    assert -tolerance <= row.idle_capacity <= row.gpu_cost + tolerance
+    assert abs(row.productive_capacity + row.idle_capacity - row.gpu_cost) <= tolerance
+    assert abs(row.total_cost - (row.gpu_cost + row.storage_network + row.platform_labor + row.other_costs
+                                 + row.failure_waste)) <= tolerance
+    assert abs(row.effective_unit_cost * row.accepted_outputs - row.total_cost) <= tolerance
+    # enough whole GPUs for the peak (rejected outputs and retries are sent again), and one node fewer would not be
+    waste = 1 + candidate.retry_rate + candidate.failure_rate
+    needed = demand.peak_rate / demand.quality_acceptance * waste * (1 + candidate.headroom)
     assert row.gpus * candidate.capacity_at_slo_per_gpu >= needed
     mean = row.generated_outputs * (1 + candidate.retry_rate + candidate.failure_rate) / (demand.operating_hours * 3600)
     required = max(needed, mean * (1 + candidate.headroom))
