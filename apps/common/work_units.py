@@ -43,7 +43,8 @@ UNIT_OF_SUCCESS = {
     "completed_eval_suite": WorkUnit.EVAL_SUITE,
 }
 
-#: A capacity figure's unit (apps/evidence/models.py CapacityUnit values): units of work per second per GPU.
+#: A capacity figure's unit (apps/evidence/models.py CapacityUnit values): units of work per second per GPU (a
+#: training cluster's throughput is its own figure, in training tokens per second).
 #: "outputs_per_second" is the workload's own unit of success (None here: the demand's unit, whatever it is).
 CAPACITY_UNIT = {
     "requests_per_second": WorkUnit.REQUEST,
@@ -51,7 +52,6 @@ CAPACITY_UNIT = {
     "output_tokens_per_second": WorkUnit.OUTPUT_TOKEN,
     "images_per_second": WorkUnit.IMAGE,
     "clip_seconds_per_second": WorkUnit.CLIP_SECOND,
-    "training_tokens_per_second": WorkUnit.TRAINING_TOKEN,
     "tasks_per_second": WorkUnit.TASK,
     "outputs_per_second": None,
 }

@@ -17,8 +17,9 @@ from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from apps.common import decimals
+from apps.common import decimals, work_units
 from apps.common.provenance import ProvenanceKind
+from apps.common.work_units import Conversion, WorkUnit
 from apps.comparison import cost_model, mistakes
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 from apps.quotes import kinds
@@ -35,7 +36,7 @@ from apps.quotes.models import (
 )
 from apps.workloads import estimates
 from apps.workloads.memory.errors import ShapeError
-from apps.workloads.models import OperatingMode, WorkloadSummary, WorkloadType
+from apps.workloads.models import DecisionMetric, OperatingMode, WorkloadSummary, WorkloadType
 from apps.workloads.selectors import catalog_gpus
 
 D = Decimal
@@ -54,6 +55,57 @@ MODE_OF_WORKLOAD = {
     WorkloadType.FULL_FINE_TUNING: cost_model.Mode.TRAINING,
     WorkloadType.LORA_FINE_TUNING: cost_model.Mode.TRAINING,
 }
+
+#: The decision metrics costed per completed run (training and fine-tuning), and the units each metric counts: the
+#: metric chosen in step 2 (or overridden with a reason) decides what the table's last column is.
+TRAINING_DECISION_METRICS = frozenset({DecisionMetric.TRAINING_RUN, DecisionMetric.CHECKPOINT})
+METRIC_UNITS = {
+    DecisionMetric.TRAINING_RUN: (WorkUnit.TRAINING_RUN,),
+    DecisionMetric.CHECKPOINT: (WorkUnit.CHECKPOINT,),
+    DecisionMetric.RESPONSE: (WorkUnit.REQUEST,),
+    DecisionMetric.RECORD_OR_TOKEN: (WorkUnit.RECORD, WorkUnit.OUTPUT_TOKEN),
+    DecisionMetric.TASK: (WorkUnit.TASK,),
+    DecisionMetric.IMAGE: (WorkUnit.IMAGE,),
+    DecisionMetric.CLIP_SECOND: (WorkUnit.CLIP_SECOND,),
+    DecisionMetric.EVAL_SUITE: (WorkUnit.EVAL_SUITE,),
+}
+
+
+def decision_metric(summary: WorkloadSummary) -> str | None:
+    """The metric the comparison is judged by: the one chosen in step 2 (with its reason), else the proposed one."""
+    return summary.effective_metric
+
+
+def is_training_comparison(summary: WorkloadSummary) -> bool:
+    """Costed per completed run: the decision metric is per training run or per checkpoint (without a metric, the
+    workload type decides)."""
+    metric = decision_metric(summary)
+    if metric:
+        return metric in TRAINING_DECISION_METRICS
+    return MODE_OF_WORKLOAD.get(summary.workload_type) is cost_model.Mode.TRAINING
+
+
+def work_unit(summary: WorkloadSummary) -> WorkUnit:
+    """The unit the demand counts: the workload's unit of success, which must be one the decision metric counts.
+    Raises NormalizationError on `unit_of_success` naming both when they disagree."""
+    metric = decision_metric(summary)
+    allowed = METRIC_UNITS.get(metric, ()) if metric else ()
+    unit = work_units.unit_of_success(summary.unit_of_success)
+    if unit is None:
+        if len(allowed) == 1:
+            return allowed[0]
+        raise cost_model.NormalizationError(
+            None, "unit_of_success", "the workload states no unit of success: say what one accepted output counts"
+        )
+    if allowed and unit not in allowed:
+        names = " or ".join(work_units.unit_name(item) for item in allowed)
+        raise cost_model.NormalizationError(
+            None, "unit_of_success",
+            f"the decision metric ({DecisionMetric(metric).label}) counts {names}, the unit of success counts "
+            f"{work_units.unit_name(unit)}: change one of them",
+        )
+    return unit
+
 
 #: The workload summary field behind each input of the demand (a problem names the field the user can fix).
 DEMAND_FIELDS = {
@@ -75,6 +127,7 @@ NORMALIZE_FIELDS = {
     FigureMetric.MEMORY_MARGIN: "memory_margin",
     FigureMetric.HEADROOM: "headroom",
     FigureMetric.GPUS_PER_REPLICA: "gpus_per_replica",
+    FigureMetric.QUALITY_ACCEPTANCE: "quality_acceptance",
 }
 #: Inputs that only a fleet of GPUs has (an API route is billed per token, not sized).
 FLEET_ONLY_FIELDS = frozenset({"capacity_at_slo_per_gpu", "headroom", "gpus_per_replica", "memory_margin"})
@@ -91,6 +144,8 @@ FIELD_LABELS = {
     "gpus_per_node": _("GPUs per node (quote)"),
     "gpus_per_replica": _("GPUs per replica (phase-4 input)"),
     "capacity_at_slo_per_gpu": _("capacity at the SLO (phase-4 input)"),
+    "capacity_unit": _("capacity unit (phase-4 input)"),
+    "minimum_billed_hours": _("minimum charge per run (quote)"),
     "headroom": _("sizing headroom (phase-4 input)"),
     "spot_preemptions_per_hour": _("spot preemptions per GPU-hour (quote)"),
     "spot_rework_hours": _("rework hours per preemption (candidate)"),
@@ -127,6 +182,13 @@ class Problem:
     candidate_label: str
     field: str
     message: str
+    #: "unit_mismatch" when the comparison would mix two units without a conversion: it refuses the comparison.
+    code: str = ""
+
+    @classmethod
+    def of(cls, candidate_id: int | None, label: str, error: cost_model.NormalizationError) -> Problem:
+        code = "unit_mismatch" if isinstance(error, cost_model.UnitMismatchError) else ""
+        return cls(candidate_id, label, error.field, error.message, code)
 
     @property
     def field_label(self) -> str:
@@ -146,6 +208,7 @@ class Problem:
             "field": self.field,
             "field_label": self.field_label,
             "message": self.message,
+            "code": self.code,
         }
 
 
@@ -248,6 +311,8 @@ class TrainingPlan:
     checkpoint_interval_hours: Decimal
     failures_per_gpu_hour: Decimal
     provenance: dict
+    acceptance: Decimal = Decimal(1)
+    unit: WorkUnit = WorkUnit.TRAINING_RUN
 
 
 @dataclass
@@ -268,7 +333,12 @@ class Comparison:
 
     @property
     def is_training(self) -> bool:
-        return self.training is not None or MODE_OF_WORKLOAD.get(self.summary.workload_type) is cost_model.Mode.TRAINING
+        return self.training is not None or is_training_comparison(self.summary)
+
+    @property
+    def unit_mismatches(self) -> list[Problem]:
+        """Problems that refuse the whole comparison: two units and no conversion between them."""
+        return [problem for problem in self.problems if problem.code == "unit_mismatch"]
 
     @property
     def rows(self) -> list[CandidateResult]:
@@ -286,9 +356,11 @@ class Comparison:
     @property
     def cheapest(self) -> CandidateResult | None:
         """The lowest cost per accepted output (per completed run for a training workload)."""
+        if self.unit_mismatches:
+            return None  # a comparison that mixes units names no cheapest option
         if self.is_training:
             rows = self.training_rows
-            return min(rows, key=lambda r: (r.training_row.cost_per_completed_run, r.candidate.pk), default=None)
+            return min(rows, key=lambda r: (r.training_row.cost_per_accepted_output, r.candidate.pk), default=None)
         return min(self.rows, key=lambda r: (r.row.effective_unit_cost, r.candidate.pk), default=None)
 
     @property
@@ -361,8 +433,12 @@ def demand_from_summary(summary: WorkloadSummary) -> cost_model.Demand:
     mode = MODE_OF_WORKLOAD.get(summary.workload_type)
     if mode is None:
         raise missing("mode", "the workload type is not set")
-    if mode is cost_model.Mode.TRAINING:
+    if is_training_comparison(summary):
         raise missing("mode", "a training workload is compared per completed run, not per accepted output")
+    if mode is cost_model.Mode.TRAINING:
+        # A training or fine-tuning workload judged by a serving metric (overridden with a reason) is served as a batch.
+        mode = cost_model.Mode.BATCH
+    unit = work_unit(summary)
     if summary.demand_per_month is None:
         raise missing("accepted_outputs", "the workload states no demand per month")
     hours = operating_hours(summary)
@@ -385,6 +461,11 @@ def demand_from_summary(summary: WorkloadSummary) -> cost_model.Demand:
         provenance["quality_acceptance"] = _summary_provenance(summary, "quality acceptance")
     if summary.p95_e2e_ms is not None:
         provenance["p95_latency_target_ms"] = _summary_provenance(summary, "p95 end-to-end latency target")
+    conversions = []
+    if summary.mean_output_tokens:
+        # Declared by the workload, with the summary as its source; a candidate's measured figure wins over it.
+        conversions.append(Conversion(WorkUnit.REQUEST, WorkUnit.OUTPUT_TOKEN, D(summary.mean_output_tokens),
+                                      _summary_provenance(summary, "mean output tokens per request")))
     try:
         return cost_model.Demand(
             accepted_outputs=D(summary.demand_per_month),
@@ -395,7 +476,9 @@ def demand_from_summary(summary: WorkloadSummary) -> cost_model.Demand:
             quality_acceptance=D(acceptance) if acceptance is not None else D(1),
             runs_per_period=runs,
             p95_latency_target_ms=D(summary.p95_e2e_ms) if summary.p95_e2e_ms is not None else None,
-            output_unit=summary.unit_of_success or "output",
+            unit=unit,
+            peak_unit=WorkUnit.REQUEST,  # the summary's arrival rate counts requests per second
+            conversions=tuple(conversions),
             provenance=provenance,
         )
     except cost_model.NormalizationError as error:
@@ -437,11 +520,26 @@ def candidate_input_for(
         if name == "gpus_per_replica":
             values[name] = int(item.value)  # a whole number of GPUs: sizing structure, not a priced input
             continue
+        if name == "capacity_at_slo_per_gpu":
+            values["capacity_unit"] = work_units.CAPACITY_UNIT.get(item.capacity_unit)
         values[name] = item.value
         try:
             provenance[name] = input_provenance(item)
         except ValueError as error:
             raise cost_model.NormalizationError(cid, name, f"its source is incomplete ({error})") from None
+    conversions = []
+    for metric, per, unit in (
+        (FigureMetric.OUTPUT_TOKENS_PER_REQUEST, WorkUnit.REQUEST, WorkUnit.OUTPUT_TOKEN),
+        (FigureMetric.REQUESTS_PER_OUTPUT, work_units.unit_of_success(summary.unit_of_success), WorkUnit.REQUEST),
+    ):
+        item = inputs.get(metric)
+        if item is None or per is None or per == unit:
+            continue
+        try:
+            conversions.append(Conversion(per, unit, item.value, input_provenance(item)))
+        except ValueError as error:
+            raise cost_model.NormalizationError(cid, "conversions", str(error)) from None
+    values["conversions"] = tuple(conversions)
     if is_api:
         for name in ("mean_input_tokens", "mean_output_tokens"):
             tokens = getattr(summary, name)
@@ -492,11 +590,28 @@ def training_plan_from_summary(summary: WorkloadSummary) -> TrainingPlan:
             author.get_username() if author else summary.team.name,
             summary.failure_rate_source or f"workload summary “{summary.name}” v{summary.version}: failure rate",
         )
+    # What one counted run is: a run that reaches the target eval score, or an accepted checkpoint; the quality
+    # acceptance rate is the share of completed runs that count.
+    checkpoint = decision_metric(summary) == DecisionMetric.CHECKPOINT
+    acceptance = summary.quality_acceptance_rate
+    if not checkpoint and summary.target_eval_score is None:
+        raise cost_model.NormalizationError(
+            None, "target_eval_score", "a training run is costed per run that reaches the target eval score: state it"
+        )
+    if acceptance is not None and acceptance != 1:
+        what = "checkpoint acceptance rate" if checkpoint else "share of runs that reach the target eval score"
+        author = summary.ready_by or summary.created_by
+        provenance["acceptance"] = cost_model.Provenance.estimated(
+            author.get_username() if author else summary.team.name,
+            summary.quality_acceptance_source or f"workload summary “{summary.name}” v{summary.version}: {what}",
+        )
     return TrainingPlan(
         token_budget=D(summary.tokens_to_train),
         checkpoint_interval_hours=D(summary.checkpoint_interval_minutes) / 60,
         failures_per_gpu_hour=D(failures or 0) / 1000,
         provenance=provenance,
+        acceptance=D(acceptance) if acceptance is not None else D(1),
+        unit=WorkUnit.CHECKPOINT if checkpoint else WorkUnit.TRAINING_RUN,
     )
 
 
@@ -530,8 +645,9 @@ def training_run_for(
         "token_budget": plan.provenance["token_budget"],
         "checkpoint_interval_hours": plan.provenance["checkpoint_interval_hours"],
     }
-    if "failures_per_gpu_hour" in plan.provenance:
-        provenance["failures_per_gpu_hour"] = plan.provenance["failures_per_gpu_hour"]
+    for name in ("failures_per_gpu_hour", "acceptance"):
+        if name in plan.provenance:
+            provenance[name] = plan.provenance[name]
     measured = {}
     for metric, name in TRAINING_INPUTS.items():
         item = inputs.get(metric)
@@ -562,7 +678,8 @@ def training_run_for(
     run = cost_model.TrainingRun(
         id=cid, label=candidate.label, gpus=quote.gpus_quoted, price_per_gpu_hour=price,
         token_budget=plan.token_budget, checkpoint_interval_hours=plan.checkpoint_interval_hours,
-        failures_per_gpu_hour=plan.failures_per_gpu_hour, currency=currency, cost_lines=tuple(lines),
+        failures_per_gpu_hour=plan.failures_per_gpu_hour, acceptance=plan.acceptance, unit=plan.unit,
+        currency=currency, cost_lines=tuple(lines),
         provenance=provenance, **measured,
     )
     return run, warnings
@@ -772,17 +889,17 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
         for candidate in candidates
     ]
     demand = demand_problem = training = None
-    if MODE_OF_WORKLOAD.get(summary.workload_type) is cost_model.Mode.TRAINING:
+    if is_training_comparison(summary):
         try:
             training = training_plan_from_summary(summary)
         except cost_model.NormalizationError as error:
-            demand_problem = Problem(None, str(summary), error.field, error.message)
+            demand_problem = Problem.of(None, str(summary), error)
         rates = _training_rows(summary, training, results, currency) if training else ()
     else:
         try:
             demand = demand_from_summary(summary)
         except cost_model.NormalizationError as error:
-            demand_problem = Problem(None, str(summary), error.field, error.message)
+            demand_problem = Problem.of(None, str(summary), error)
         rates = _inference_rows(summary, demand, results, currency)
     predicted_memory_margins(summary, results)
 
@@ -823,7 +940,7 @@ def _inference_rows(summary, demand, results: list[CandidateResult], currency: s
         try:
             result.candidate_input, result.warnings = candidate_input_for(result.candidate, summary, result.inputs)
         except cost_model.NormalizationError as error:
-            result.problem = Problem(result.candidate.pk, result.label, error.field, error.message)
+            result.problem = Problem.of(result.candidate.pk, result.label, error)
         else:
             currencies.add(result.candidate_input.currency)
     rates = exchange_rates_for(summary.team, currencies)
@@ -836,7 +953,7 @@ def _inference_rows(summary, demand, results: list[CandidateResult], currency: s
             (result.row,) = cost_model.normalize(demand, [result.candidate_input], currency=currency,
                                                 exchange_rates=rates)
         except cost_model.NormalizationError as error:
-            result.problem = Problem(result.candidate.pk, result.label, error.field, error.message)
+            result.problem = Problem.of(result.candidate.pk, result.label, error)
     return rates
 
 
@@ -847,7 +964,7 @@ def _training_rows(summary, plan: TrainingPlan, results: list[CandidateResult], 
         try:
             result.training_run, result.warnings = training_run_for(result.candidate, plan, result.inputs)
         except cost_model.NormalizationError as error:
-            result.problem = Problem(result.candidate.pk, result.label, error.field, error.message)
+            result.problem = Problem.of(result.candidate.pk, result.label, error)
         else:
             currencies.add(result.training_run.currency)
     rates = exchange_rates_for(summary.team, currencies)
@@ -859,7 +976,7 @@ def _training_rows(summary, plan: TrainingPlan, results: list[CandidateResult], 
         try:
             result.training_row = cost_model.training_run_cost(run, currency=currency, exchange_rates=rates)
         except cost_model.NormalizationError as error:
-            result.problem = Problem(result.candidate.pk, result.label, error.field, error.message)
+            result.problem = Problem.of(result.candidate.pk, result.label, error)
         else:
             rate = D(1) if run.currency == currency else by_currency[run.currency]
             result.training_hourly_price = run.price_per_gpu_hour * rate

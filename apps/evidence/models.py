@@ -96,7 +96,6 @@ class CapacityUnit(models.TextChoices):
     OUTPUT_TOKENS_PER_SECOND = "output_tokens_per_second", _("output tokens per second")
     IMAGES_PER_SECOND = "images_per_second", _("images per second")
     CLIP_SECONDS_PER_SECOND = "clip_seconds_per_second", _("clip-seconds per second")
-    TRAINING_TOKENS_PER_SECOND = "training_tokens_per_second", _("training tokens per second")
     TASKS_PER_SECOND = "tasks_per_second", _("tasks per second")
     OUTPUTS_PER_SECOND = "outputs_per_second", _("units of success per second (the workload's own unit)")
 

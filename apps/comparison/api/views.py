@@ -2,6 +2,8 @@
 owning team (finance included). Another team's workload answers 404.
 
 A bad input never makes the comparison fail: the answer lists it under "errors", naming the candidate and the field.
+One refusal is whole: a comparison that would mix two units with no conversion between them answers 400, the
+field (`capacity_unit`, `mean_output_tokens`, `unit_of_success`) naming both units, because no row of it is comparable.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import HasAnyRole
+from apps.common.errors import DetailedValidationError
 from apps.comparison import exports
 from apps.comparison.api import serializers
 from apps.comparison.selectors import comparison_for, summary_get
@@ -35,4 +38,10 @@ class ComparisonView(APIView):
             request.user, summary, chosen_id=query.validated_data.get("chosen"),
             focus_id=query.validated_data.get("focus"),
         )
+        mismatches = comparison.unit_mismatches
+        if mismatches:
+            raise DetailedValidationError(
+                {problem.field: f"{problem.candidate_label}: {problem.message}" for problem in mismatches},
+                details={"errors": [problem.to_dict() for problem in mismatches]},
+            )
         return Response(exports.comparison_data(comparison))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from apps.common.decimals import significant
 from apps.common.money import round_to_minor_unit
 from apps.common.provenance import ProvenanceKind
+from apps.common.work_units import Conversion, WorkUnit
 from apps.comparison.cost_model import (
     DECIMAL_CONTEXT,
     CandidateInput,
@@ -22,6 +23,7 @@ from apps.comparison.cost_model import (
     NormalizationError,
     Provenance,
     TrainingRun,
+    UnitMismatchError,
     api_vs_self_host_tokens_per_month,
     blended_api_price_per_million,
     buy_vs_rent_months,
@@ -591,3 +593,61 @@ def test_any_input_gives_a_row_or_a_named_error_never_a_decimal_fault(price, cap
     else:
         assert row.effective_unit_cost.is_finite()
         assert row.effective_unit_cost > 0
+
+
+# --- units, acceptance-driven load ----------------------------------------------------------------------------
+
+
+def test_rejected_outputs_add_load_at_the_peak():
+    """Peak 12 req/s at 50 % acceptance: 24 req/s must be generated (× 1.01 retries = 24.24) ÷ 5 → 5 GPUs, not 3."""
+    row = one_row(realtime_demand(quality_acceptance=D("0.5")), candidate_a())
+    assert row.gpus == 5
+
+
+def test_the_acceptance_bar_of_the_sensitivity_chart_moves_for_a_peak_sized_service():
+    bars = {bar.factor: bar for bar in sensitivity(realtime_demand(quality_acceptance=D("0.8")), candidate_a())}
+    assert bars["acceptance"].low != bars["acceptance"].high
+
+
+def test_units_without_a_conversion_are_refused_naming_both():
+    demand = realtime_demand(unit=WorkUnit.RECORD, peak_rate=D(0), mode="batch")
+    with pytest.raises(UnitMismatchError) as error:
+        normalize(demand, [candidate_a(capacity_unit=WorkUnit.REQUEST)])
+    assert error.value.field == "capacity_unit"
+    assert "records" in error.value.message and "requests" in error.value.message
+
+
+def test_a_stated_conversion_chain_converts_and_is_cited():
+    """1,000,000 records, 4 requests per record (declared), 500 output tokens per request (measured); capacity in
+    output tokens: 1,000,000 × 4 × 500 = 2e9 tokens ÷ 2,500 tokens/s = 800,000 GPU-seconds."""
+    declared = Provenance.estimated("data lead", "pipeline makes 4 calls per record")
+    demand = Demand(accepted_outputs=D(1_000_000), period_hours=D(730), peak_rate=D(0), operating_hours=D(730),
+                    mode="batch", unit=WorkUnit.RECORD,
+                    conversions=(Conversion(WorkUnit.RECORD, WorkUnit.REQUEST, D(4), declared),))
+    tokens = Conversion(WorkUnit.REQUEST, WorkUnit.OUTPUT_TOKEN, D(500), Provenance.measured("job-7"))
+    candidate = candidate_a(capacity_at_slo_per_gpu=D(2500), capacity_unit=WorkUnit.OUTPUT_TOKEN, retry_rate=D(0),
+                            conversions=(tokens,))
+    row = one_row(demand, candidate)
+    assert close(row.billed_compute, D(800_000) / 3600 * D("3.00"))
+    assert declared in row.provenance["gpu_cost"] and Provenance.measured("job-7") in row.provenance["gpu_cost"]
+    assert row.unit == "record" and row.capacity_unit == "output_token"
+
+
+def test_a_conversion_without_a_source_is_refused():
+    with pytest.raises(NormalizationError) as error:
+        candidate_a(conversions=(Conversion(WorkUnit.REQUEST, WorkUnit.OUTPUT_TOKEN, D(500)),))
+    assert error.value.field == "conversions[0]"
+
+
+def test_fine_tuning_is_costed_per_accepted_checkpoint():
+    """160.00 a run at 50 % checkpoint acceptance = 320.00 per accepted checkpoint."""
+    run = TrainingRun(id="T", label="8×H100", gpus=8, price_per_gpu_hour=D("2.00"), token_budget=D(1_080_000_000),
+                      throughput_tokens_per_second=D(30_000), checkpoint_interval_hours=D(1), acceptance=D("0.5"),
+                      unit=WorkUnit.CHECKPOINT,
+                      provenance={"price_per_gpu_hour": QUOTE_A, "token_budget": ESTIMATED,
+                                  "throughput_tokens_per_second": MEASURED, "checkpoint_interval_hours": ESTIMATED,
+                                  "acceptance": ESTIMATED})
+    row = training_run_cost(run)
+    assert row.cost_per_completed_run == D("160.00")
+    assert row.cost_per_accepted_output == D("320.00")
+    assert ESTIMATED in row.provenance["cost_per_accepted_output"]

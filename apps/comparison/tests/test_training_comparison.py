@@ -23,6 +23,7 @@ D = Decimal
 TRAINING_WORKLOAD = {
     "workload_type": "training", "tokens_to_train": 50_000_000_000, "checkpoint_interval_minutes": 60,
     "expected_failures_per_1000_gpu_hours": D("0.5"), "failure_rate_source": "fleet incident log 2025",
+    "target_eval_metric": "MMLU 5-shot", "target_eval_score": D("0.70"),
 }
 
 
