@@ -73,6 +73,7 @@ MEDIA_MAX_BATCHED_TOKENS = 2**24
 # Which summary fields give the concurrent sequences of an inference estimate, first filled one wins.
 SESSION_FIELDS: Mapping[str, tuple[str, ...]] = {
     rules.REALTIME_INFERENCE: ("concurrent_sessions_peak", "batch_size"),
+    rules.CODE_AGENT: ("concurrent_sessions_peak", "batch_size"),
     rules.BATCH_INFERENCE: ("concurrent_sessions_peak", "batch_size"),
     rules.EVALUATION: ("concurrent_sessions_peak", "batch_size"),
     rules.EMBEDDING: ("batch_size", "concurrent_sessions_peak"),

@@ -36,6 +36,7 @@ class WorkloadType(models.TextChoices):
     LORA_FINE_TUNING = rules.LORA_FINE_TUNING, pgettext_lazy("workload type", "LoRA/QLoRA fine-tuning")
     BATCH_INFERENCE = rules.BATCH_INFERENCE, _("Batch LLM inference")
     REALTIME_INFERENCE = rules.REALTIME_INFERENCE, _("Real-time LLM inference")
+    CODE_AGENT = rules.CODE_AGENT, _("Code agent / coding assistant")
     EMBEDDING = rules.EMBEDDING, _("Embedding / reranking")
     IMAGE_GENERATION = rules.IMAGE_GENERATION, _("Image generation")
     VIDEO_GENERATION = rules.VIDEO_GENERATION, _("Video generation")

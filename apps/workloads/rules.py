@@ -24,6 +24,7 @@ FULL_FINE_TUNING = "full_fine_tuning"
 LORA_FINE_TUNING = "lora_fine_tuning"
 BATCH_INFERENCE = "batch_inference"
 REALTIME_INFERENCE = "realtime_inference"
+CODE_AGENT = "code_agent"
 EMBEDDING = "embedding"
 IMAGE_GENERATION = "image_generation"
 VIDEO_GENERATION = "video_generation"
@@ -36,6 +37,7 @@ WORKLOAD_TYPES = (
     LORA_FINE_TUNING,
     BATCH_INFERENCE,
     REALTIME_INFERENCE,
+    CODE_AGENT,
     EMBEDDING,
     IMAGE_GENERATION,
     VIDEO_GENERATION,
@@ -44,7 +46,7 @@ WORKLOAD_TYPES = (
 )
 ALL = frozenset(WORKLOAD_TYPES)
 TRAINS = frozenset({TRAINING, FULL_FINE_TUNING, LORA_FINE_TUNING})
-SERVES_LLM = frozenset({BATCH_INFERENCE, REALTIME_INFERENCE, EVALUATION})
+SERVES_LLM = frozenset({BATCH_INFERENCE, REALTIME_INFERENCE, CODE_AGENT, EVALUATION})
 MEDIA = frozenset({IMAGE_GENERATION, VIDEO_GENERATION})
 PRODUCTION = ALL - {NOTEBOOK}
 
@@ -57,6 +59,7 @@ ESTIMATE_KIND: Mapping[str, str] = MappingProxyType(
         LORA_FINE_TUNING: "training",
         BATCH_INFERENCE: "inference",
         REALTIME_INFERENCE: "inference",
+        CODE_AGENT: "inference",
         EMBEDDING: "inference",
         IMAGE_GENERATION: "media",
         VIDEO_GENERATION: "media",
@@ -208,13 +211,13 @@ READINESS: tuple[Requirement, ...] = (
     Requirement(
         "concurrency",
         ("concurrent_sessions_mean", "concurrent_sessions_peak"),
-        frozenset({REALTIME_INFERENCE}),
+        frozenset({REALTIME_INFERENCE, CODE_AGENT}),
         gettext_noop("A GPU that fits one user may not fit production concurrency: the KV cache is sized at the peak."),
     ),
     Requirement(
         "arrival_rate",
         ("arrival_rate_mean", "arrival_rate_peak"),
-        frozenset({REALTIME_INFERENCE, EMBEDDING}),
+        frozenset({REALTIME_INFERENCE, CODE_AGENT, EMBEDDING}),
         gettext_noop("The benchmark replays this load, and the peak sets how many nodes are needed at the SLO."),
     ),
     Requirement(
@@ -289,6 +292,15 @@ READINESS: tuple[Requirement, ...] = (
         gettext_noop("Real-time serving is judged at the tail: the p95/p99 limits define an accepted response."),
     ),
     Requirement(
+        "agent_latency",
+        ("p95_e2e_ms", "p99_e2e_ms"),
+        frozenset({CODE_AGENT}),
+        gettext_noop(
+            "A code agent makes many model calls per task (tool calls, test runs): the p95/p99 limit of each call "
+            "adds up to how long a developer waits for the patch."
+        ),
+    ),
+    Requirement(
         "embedding_latency",
         ("p95_e2e_ms",),
         frozenset({EMBEDDING}),
@@ -332,8 +344,9 @@ METRICS: Mapping[str, str] = MappingProxyType(
     }
 )
 
-# The step-2 row each workload type starts from. Embedding and reranking are billed per accepted record; a notebook
-# is judged like a code agent, by the tasks it gets done.
+# The step-2 row each workload type starts from. A code agent is the guide's "code agent" row (an accepted task, an
+# accepted patch or a resolved issue); embedding and reranking are billed per accepted record; a notebook is judged
+# like a code agent, by the tasks it gets done.
 PROPOSED_METRIC: Mapping[str, str] = MappingProxyType(
     {
         TRAINING: "cost_per_training_run",
@@ -341,6 +354,7 @@ PROPOSED_METRIC: Mapping[str, str] = MappingProxyType(
         LORA_FINE_TUNING: "cost_per_checkpoint",
         BATCH_INFERENCE: "cost_per_record_or_token",
         REALTIME_INFERENCE: "cost_per_response",
+        CODE_AGENT: "cost_per_task",
         EMBEDDING: "cost_per_record_or_token",
         IMAGE_GENERATION: "cost_per_image",
         VIDEO_GENERATION: "cost_per_clip_second",
@@ -535,6 +549,28 @@ QUICK_ANSWERS: tuple[QuickAnswer, ...] = (
         gettext_noop("Tail latency and retries matter more than peak tokens/sec"),
         NEED_TAIL_LATENCY,
     ),
+    # Code agents are not a row of the matrix; the guide names them in step 2 (cost per accepted task, patch or resolved
+    # issue) and in mistake 4 (failed patches). Their repository contexts make them long-context serving, so the
+    # real-time row's long-context direction applies, and the rent/reserve/buy/API table's model/API route fits low or
+    # uncertain volume.
+    QuickAnswer(
+        "code_agent",
+        gettext_noop("Code agents and coding assistants"),
+        gettext_noop(
+            "Long-context fit (32k–128k tokens of repository context), KV cache capacity at peak sessions, tail "
+            "latency over the many model calls of one task"
+        ),
+        gettext_noop(
+            "A model/API route at low or uncertain volume; H100/H200/B200 for self-hosted large or long-context "
+            "models; L40S/A100 for smaller models"
+        ),
+        ("h100", "h200", "b200", "l40s", "a100"),
+        gettext_noop(
+            "Failed patches and retries count: judge the cost per accepted task (tests pass, the reviewer accepts "
+            "the patch), not per generated token"
+        ),
+        NEED_TAIL_LATENCY,
+    ),
     QuickAnswer(
         "embedding",
         gettext_noop("Embeddings and reranking"),
@@ -585,6 +621,7 @@ QUICK_ANSWER_FOR_TYPE: Mapping[str, str] = MappingProxyType(
         LORA_FINE_TUNING: "lora",
         BATCH_INFERENCE: "batch_llm",
         REALTIME_INFERENCE: "realtime_llm",
+        CODE_AGENT: "code_agent",
         EMBEDDING: "embedding",
         IMAGE_GENERATION: "media",
         VIDEO_GENERATION: "media",
@@ -620,6 +657,8 @@ CAPACITY_RULES: tuple[CapacityRule, ...] = (
             {"model_change_cadence": ("monthly",)},
             {"operating_mode": ("experiment", "notebook")},
             {"workload_type": (NOTEBOOK,)},
+            # A code agent that is not always on has low or uneven volume: the model/API route is its default.
+            {"workload_type": (CODE_AGENT,), "operating_mode": ("scheduled_batch", "seasonal_burst")},
         ),
     ),
     CapacityRule(
@@ -639,7 +678,14 @@ CAPACITY_RULES: tuple[CapacityRule, ...] = (
         (
             {
                 "operating_mode": ("always_on",),
-                "workload_type": (BATCH_INFERENCE, REALTIME_INFERENCE, EMBEDDING, IMAGE_GENERATION, VIDEO_GENERATION),
+                "workload_type": (
+                    BATCH_INFERENCE,
+                    REALTIME_INFERENCE,
+                    CODE_AGENT,
+                    EMBEDDING,
+                    IMAGE_GENERATION,
+                    VIDEO_GENERATION,
+                ),
                 "model_change_cadence": ("stable", "yearly"),
             },
         ),

@@ -60,6 +60,37 @@ REALTIME_READY_FIELDS = {
 }
 
 
+# Everything a code-agent summary needs before it can be marked ready: Llama 3.1 8B (the Llama 3 8B shape with a
+# 128K window) reading 24K–64K tokens of repository context per call, many calls per task, judged by accepted tasks.
+CODE_AGENT_READY_FIELDS = {
+    "name": "Issue-to-patch agent",
+    "workload_type": "code_agent",
+    **LLAMA_3_8B_SHAPE,
+    "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+    "max_context_tokens": 131072,
+    "mean_input_tokens": 24000,
+    "p95_input_tokens": 64000,
+    "mean_output_tokens": 1500,
+    "p95_output_tokens": 4000,
+    "concurrent_sessions_mean": 3,
+    "concurrent_sessions_peak": 8,
+    "arrival_rate_mean": Decimal("0.5"),
+    "arrival_rate_peak": Decimal("3"),
+    "demand_per_month": Decimal("20000"),
+    "hours_per_day": Decimal("24"),
+    "days_per_month": Decimal("30"),
+    "unit_of_success": "accepted_task",
+    "quality_acceptance_rate": Decimal("0.6"),
+    "quality_acceptance_source": "replay of 200 closed issues: tests pass and the reviewer accepts the patch",
+    "latency_class": "seconds",
+    "p95_e2e_ms": 30000,
+    "p99_e2e_ms": 90000,
+    "operating_mode": "always_on",
+    "operating_boundary": "public_cloud",
+    "tools": ["vllm", "kubernetes"],
+}
+
+
 class WorkloadFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Workload

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from apps.workloads import readiness
-from apps.workloads.tests.factories import REALTIME_READY_FIELDS
+from apps.workloads.tests.factories import CODE_AGENT_READY_FIELDS, REALTIME_READY_FIELDS
 
 
 def summary(**values):
@@ -14,6 +14,10 @@ def summary(**values):
 
 def test_a_complete_realtime_summary_is_ready():
     assert readiness.missing_fields(summary(**REALTIME_READY_FIELDS)) == []
+
+
+def test_a_complete_code_agent_summary_is_ready():
+    assert readiness.missing_fields(summary(**CODE_AGENT_READY_FIELDS)) == []
 
 
 def test_each_missing_field_is_listed_with_the_reason_it_matters():
@@ -39,6 +43,24 @@ def test_without_a_workload_type_only_the_universal_fields_are_asked():
         ("lora_fine_tuning", {"lora_rank", "training_sequence_length"}, {"concurrent_sessions_peak"}),
         ("image_generation", {"image_width_px", "image_height_px"}, {"video_duration_seconds", "num_kv_heads"}),
         ("video_generation", {"video_duration_seconds", "video_frames_per_second"}, {"p95_output_tokens"}),
+        (
+            "code_agent",
+            {
+                "arrival_rate_peak",
+                "p95_e2e_ms",
+                "p99_e2e_ms",
+                "mean_input_tokens",
+                "p95_input_tokens",
+                "mean_output_tokens",
+                "p95_output_tokens",
+                "concurrent_sessions_peak",
+                "max_context_tokens",
+                "num_kv_heads",
+                "quality_acceptance_rate",
+                "demand_per_month",
+            },
+            {"tokens_to_train", "batch_size", "records_per_job", "p99_ttft_ms", "streaming", "image_width_px"},
+        ),
         ("notebook", {"hours_per_day"}, {"demand_per_month", "tools", "quality_acceptance_rate"}),
     ],
 )

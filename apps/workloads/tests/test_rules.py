@@ -1,17 +1,21 @@
 """The guide's tables as data: codes in step with the models, every text in English with its French and Indonesian in
 the catalogs."""
 
+from collections.abc import Mapping
+
 import pytest
 from django.utils import translation
 from django.utils.translation import gettext
 
-from apps.workloads import readiness, rules
+from apps.common.work_units import WorkUnit, unit_of_success
+from apps.workloads import estimates, readiness, rules
 from apps.workloads.models import (
     ChangeCadence,
     DecisionMetric,
     OperatingBoundary,
     OperatingMode,
     Tool,
+    UnitOfSuccess,
     WorkloadSummary,
     WorkloadType,
 )
@@ -77,6 +81,45 @@ def test_workload_types_of_the_rules_are_the_model_choices():
     assert set(rules.ESTIMATE_KIND) == set(WorkloadType.values)
     assert set(rules.PROPOSED_METRIC) == set(WorkloadType.values)
     assert set(rules.QUICK_ANSWER_FOR_TYPE) == set(WorkloadType.values)
+
+
+def per_type_tables():
+    """Every table of rules.py keyed by workload type (found by looking, so a table added later is checked too)."""
+    for name, value in vars(rules).items():
+        if isinstance(value, Mapping) and value and set(value) <= rules.ALL:
+            yield name, value
+
+
+def test_every_per_type_table_of_the_rules_covers_every_workload_type():
+    tables = dict(per_type_tables())
+    assert {"ESTIMATE_KIND", "PROPOSED_METRIC", "QUICK_ANSWER_FOR_TYPE"} <= set(tables)
+    for name, table in tables.items():
+        assert set(table) == set(WorkloadType.values), name
+    # Every type that serves a model says where its concurrent sequences come from.
+    serving = {code for code, kind in rules.ESTIMATE_KIND.items() if kind != "training"}
+    assert set(estimates.SESSION_FIELDS) == serving
+
+
+def test_a_code_agent_is_judged_by_the_cost_of_an_accepted_task():
+    assert WorkloadType.CODE_AGENT == rules.CODE_AGENT == "code_agent"
+    assert rules.CODE_AGENT in rules.SERVES_LLM and rules.CODE_AGENT in rules.PRODUCTION
+    assert rules.ESTIMATE_KIND[rules.CODE_AGENT] == "inference"
+    assert rules.PROPOSED_METRIC[rules.CODE_AGENT] == DecisionMetric.TASK == "cost_per_task"
+    assert rules.METRICS["cost_per_task"] == "Cost per accepted task, accepted patch, or resolved issue"
+    summary = WorkloadSummary(workload_type=WorkloadType.CODE_AGENT, unit_of_success=UnitOfSuccess.TASK)
+    assert summary.proposed_metric == summary.effective_metric == "cost_per_task"
+    assert summary.get_effective_metric_display() == "Cost per accepted task or patch"
+    assert summary.unit_of_success == "accepted_task" and unit_of_success(summary.unit_of_success) is WorkUnit.TASK
+    assert str(WorkloadType.CODE_AGENT.label) == "Code agent / coding assistant"
+
+
+def test_a_code_agent_ranks_gpus_like_long_context_real_time_serving():
+    row = rules.QUICK_ANSWERS_BY_CODE[rules.QUICK_ANSWER_FOR_TYPE[rules.CODE_AGENT]]
+    assert row.code == "code_agent" and row.need == rules.NEED_TAIL_LATENCY
+    assert {"h100", "h200", "b200"} <= set(row.families)
+    assert "model/API route" in row.directions and "128k" in row.prioritises
+    fields = readiness.applicable_fields(rules.CODE_AGENT)
+    assert {"arrival_rate_peak", "p95_e2e_ms", "p99_e2e_ms", "mean_input_tokens", "p95_output_tokens"} <= fields
 
 
 def test_every_step_2_metric_is_a_model_choice_and_every_proposal_a_step_2_row():
@@ -145,6 +188,12 @@ def test_catalog_gpus_map_to_their_cheat_sheet_row(gpu_name, family):
             {"workload_type": "realtime_inference", "operating_mode": "always_on", "model_change_cadence": "monthly"},
             {"uncertain_demand"},
         ),
+        (
+            {"workload_type": "code_agent", "operating_mode": "always_on", "model_change_cadence": "stable"},
+            {"steady_inference"},
+        ),
+        ({"workload_type": "code_agent", "operating_mode": "scheduled_batch"}, {"uncertain_demand"}),
+        ({"workload_type": "code_agent", "operating_mode": "always_on"}, set()),
         ({"workload_type": "batch_inference", "operating_boundary": "on_prem"}, {"private_hardware"}),
         ({"workload_type": "batch_inference", "tools": ["provider_endpoint"]}, {"managed_models"}),
         ({"workload_type": "batch_inference"}, set()),

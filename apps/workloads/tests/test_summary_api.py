@@ -6,13 +6,19 @@ import pytest
 from django.urls import reverse
 
 from apps.workloads.models import Status, Workload, WorkloadSummary
-from apps.workloads.tests.factories import REALTIME_READY_FIELDS, WorkloadSummaryFactory, draft_summary, ready_summary
+from apps.workloads.tests.factories import (
+    CODE_AGENT_READY_FIELDS,
+    REALTIME_READY_FIELDS,
+    WorkloadSummaryFactory,
+    draft_summary,
+    ready_summary,
+)
 
 pytestmark = pytest.mark.django_db
 
 
-def api_body(**changes):
-    body = {**REALTIME_READY_FIELDS, **changes}
+def api_body(fields=REALTIME_READY_FIELDS, **changes):
+    body = {**fields, **changes}
     return json.loads(json.dumps(body, default=str))
 
 
@@ -120,6 +126,27 @@ def test_the_analysis_holds_the_estimate_shortlist_and_hints(client_for, finance
     assert len(body["estimate"]["gpus"]) == loaded_catalog.count()
     assert body["shortlist"]["row"] == "realtime_llm"
     assert [hint["code"] for hint in body["capacity_hints"]] == ["steady_inference"]
+
+
+def test_a_code_agent_filed_through_the_api_becomes_ready_and_is_judged_per_accepted_task(
+    client_for, platform_user, team, loaded_catalog
+):
+    client = client_for(platform_user)
+    created = post(client, reverse("workloads-api:summary-list"), api_body(CODE_AGENT_READY_FIELDS))
+    assert created.status_code == 201, created.json()
+    body = created.json()
+    assert body["missing_fields"] == []
+    assert body["workload_type"] == "code_agent" and body["unit_of_success"] == "accepted_task"
+    assert body["proposed_metric"] == body["effective_metric"] == "cost_per_task"
+
+    ready = client.post(reverse("workloads-api:summary-ready", args=[body["id"]]))
+    assert ready.status_code == 200, ready.json()
+    assert ready.json()["status"] == "ready"
+
+    analysis = client.get(reverse("workloads-api:summary-analysis", args=[body["id"]])).json()
+    assert analysis["estimate"]["kind"] == "inference"
+    assert analysis["shortlist"]["row"] == "code_agent"
+    assert [hint["code"] for hint in analysis["capacity_hints"]] == []  # always on, the model changes each quarter
 
 
 def test_finance_reads_but_cannot_write(client_for, finance_user, team):

@@ -7,7 +7,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from apps.workloads.models import Status, Workload, WorkloadSummary
-from apps.workloads.tests.factories import REALTIME_READY_FIELDS, draft_summary, ready_summary
+from apps.workloads.tests.factories import (
+    CODE_AGENT_READY_FIELDS,
+    REALTIME_READY_FIELDS,
+    draft_summary,
+    ready_summary,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -26,10 +31,11 @@ LLAMA_3_8B_CONFIG = {
 }
 
 
-def form_data(**changes):
-    """The form's POST body for a complete real-time summary (billions for the parameter count, list for tools)."""
+def form_data(fields=REALTIME_READY_FIELDS, **changes):
+    """The form's POST body for a complete summary, real-time unless `fields` says otherwise (billions for the
+    parameter count, list for tools)."""
     data = {}
-    for name, value in {**REALTIME_READY_FIELDS, **changes}.items():
+    for name, value in {**fields, **changes}.items():
         if value is None or value is False:
             continue
         if name == "tools":
@@ -48,6 +54,32 @@ def test_platform_files_a_workload_through_the_form(client_for, platform_user, t
     assert (summary.team, summary.version, summary.status) == (team, 1, Status.DRAFT)
     assert summary.tools == ["vllm", "kubernetes"] and summary.streaming is True
     assert summary.num_kv_heads == 8
+
+
+def test_a_code_agent_filed_through_the_form_proposes_cost_per_task_and_becomes_ready(client_for, platform_user):
+    client = client_for(platform_user)
+    missing = client.post(reverse("workloads:validate"), form_data(CODE_AGENT_READY_FIELDS)).context["missing"]
+    assert missing == []
+    response = client.post(reverse("workloads:create"), form_data(CODE_AGENT_READY_FIELDS))
+    summary = WorkloadSummary.objects.get()
+    assert response.status_code == 302
+    assert (summary.workload_type, summary.unit_of_success) == ("code_agent", "accepted_task")
+    assert summary.proposed_metric == summary.effective_metric == "cost_per_task"
+
+    ready = client.post(reverse("workloads:mark-ready", args=[summary.pk]))
+    assert ready.status_code == 302
+    summary.refresh_from_db()
+    assert summary.status == Status.READY
+
+
+def test_a_code_agent_form_asks_for_its_latency_and_load_but_not_training(client_for, platform_user):
+    data = {"workload_type": "code_agent", "changed": "workload_type"}
+    response = client_for(platform_user).post(reverse("workloads:validate"), data, HTTP_HX_REQUEST="true")
+    page = response.content.decode()
+    assert 'class="form-section not-needed" id="section-training"' in page
+    missing = {row["field"] for row in response.context["missing"]}
+    assert {"arrival_rate_peak", "p95_e2e_ms", "p99_e2e_ms", "p95_input_tokens"} <= missing
+    assert "p99_ttft_ms" not in missing and "batch_size" not in missing
 
 
 def test_parameters_are_entered_in_billions(client_for, platform_user):
