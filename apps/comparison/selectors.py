@@ -49,6 +49,7 @@ MODE_OF_WORKLOAD = {
     WorkloadType.BATCH_INFERENCE: cost_model.Mode.BATCH,
     WorkloadType.EVALUATION: cost_model.Mode.BATCH,
     WorkloadType.NOTEBOOK: cost_model.Mode.BATCH,
+    WorkloadType.CODE_AGENT: cost_model.Mode.REALTIME,
     WorkloadType.IMAGE_GENERATION: cost_model.Mode.MEDIA,
     WorkloadType.VIDEO_GENERATION: cost_model.Mode.MEDIA,
     WorkloadType.TRAINING: cost_model.Mode.TRAINING,
