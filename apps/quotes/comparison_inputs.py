@@ -85,6 +85,9 @@ def normalization_inputs(candidate: Candidate) -> NormalizationInputs:
         if quote.billing_granularity_seconds:
             values["billing_granularity_hours"] = money.divide(quote.billing_granularity_seconds, SECONDS_PER_HOUR)
             provenance["billing_granularity_hours"] = _quoted(rate) if rate is not None else _sourced(str(quote))
+        if quote.minimum_billed_seconds:
+            values["minimum_billed_hours"] = money.divide(quote.minimum_billed_seconds, SECONDS_PER_HOUR)
+            provenance["minimum_billed_hours"] = _quoted(rate) if rate is not None else _sourced(str(quote))
         price("minimum_commitment", PriceComponent.MINIMUM_COMMITMENT)
         if quote.term_months:
             values["commitment_months"] = Decimal(quote.term_months)

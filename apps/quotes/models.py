@@ -155,6 +155,12 @@ class Quote(TeamOwnedModel):
     billing_granularity_seconds = models.PositiveIntegerField(
         _("billing granularity"), choices=BillingGranularity.choices, null=True, blank=True
     )
+    minimum_billed_seconds = models.PositiveIntegerField(
+        _("minimum charge per run (seconds)"),
+        null=True,
+        blank=True,
+        help_text=_("The least time billed each time the GPUs start (e.g. 60 for a one-minute minimum)."),
+    )
     term_months = models.PositiveIntegerField(_("term (months)"), null=True, blank=True)
     committed_hours_per_month = ExactDecimalField(
         _("committed hours per month"),

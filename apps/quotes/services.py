@@ -89,6 +89,7 @@ QUOTE_COMMERCIAL_FIELDS = (
     "price_unit",
     "currency",
     "billing_granularity_seconds",
+    "minimum_billed_seconds",
     "term_months",
     "committed_hours_per_month",
     "payment_option",
