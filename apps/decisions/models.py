@@ -263,6 +263,7 @@ class RevisitReason(models.TextChoices):
     PRICE_CHANGED = "price_changed", _("A cited price changed")
     WORKLOAD_CHANGED = "workload_changed", _("The workload has a newer version")
     REVISIT_DATE = "revisit_date", _("The revisit date passed")
+    PRICE_STALE = "price_stale", _("A cited price is stale")
 
 
 class RevisitFlag(models.Model):

@@ -415,17 +415,39 @@ def _percent_change(old: Decimal, new: Decimal) -> Decimal | None:
     return (new - old) / abs(old) * 100
 
 
+def cited_prices(record: DecisionRecord) -> list[dict]:
+    """The price versions a frozen record cites (as its snapshot froze them); none for a draft."""
+    inputs = (record.snapshot or {}).get("inputs", {})
+    return [price for entry in inputs.get("candidates", []) for price in entry.get("prices", [])]
+
+
+def cites_price_item(record: DecisionRecord, *, quote_id: int, component: str) -> bool:
+    """The record cites a version of this priced item (of this quote)."""
+    return any(price["quote_id"] == quote_id and price["component"] == component for price in cited_prices(record))
+
+
+def records_citing_price_item(*, team_id: int, quote_id: int, component: str) -> list[DecisionRecord]:
+    """The team's accepted records whose snapshot cites a version of this priced item. The canonical JSON of a
+    snapshot holds `"quote_id":N` for each cited price: a cheap filter in the database, checked exactly here."""
+    found = (
+        DecisionRecord.objects.accepted()
+        .filter(team_id=team_id, snapshot_json__contains=f'"quote_id":{int(quote_id)}')
+        .select_related("team", "workload_summary")
+        .order_by("pk")
+    )
+    return [record for record in found if cites_price_item(record, quote_id=quote_id, component=component)]
+
+
 def revisit_findings(record: DecisionRecord, *, now: datetime.datetime | None = None) -> list[RevisitFinding]:
     """Why an accepted record should be looked at again, now: expired cited quotes, cited prices with a newer version
-    that moved by more than the team's percentage, a newer workload version, the revisit date."""
+    that moved by more than the team's percentage, cited prices still current but stale by age (the quotes app's
+    freshness rule and the team's stale age), a newer workload version, the revisit date."""
     moment = now or timezone.now()
     today = timezone.localdate(moment)
-    snapshot = record.snapshot or {}
-    inputs = snapshot.get("inputs", {})
     threshold = record.team.revisit_price_change_percent
     findings: list[RevisitFinding] = []
 
-    cited = [price for entry in inputs.get("candidates", []) for price in entry.get("prices", [])]
+    cited = cited_prices(record)
     latest: dict[tuple[int, str], PriceVersion] = {}
     quote_ids = {price["quote_id"] for price in cited}
     for version in PriceVersion.objects.filter(quote_id__in=quote_ids).order_by("quote_id", "component", "number"):
@@ -442,6 +464,30 @@ def revisit_findings(record: DecisionRecord, *, now: datetime.datetime | None = 
                 )
             )
         newest = latest.get((price["quote_id"], price["component"]))
+        if newest is not None and newest.pk == price["id"]:
+            # Still the current price: it may have gone stale by age (expired is the flag above).
+            freshness = quote_selectors.freshness_of(
+                newest, stale_after_days=record.team.stale_price_age_days, now=moment
+            )
+            if freshness.status is FreshnessStatus.STALE:
+                findings.append(
+                    RevisitFinding(
+                        RevisitReason.PRICE_STALE,
+                        f"price:{price['id']}",
+                        plain(
+                            {
+                                "price_id": price["id"],
+                                "quote_id": price["quote_id"],
+                                "component": price["component"],
+                                "number": price["number"],
+                                "observed_at": newest.observed_at,
+                                "stale_at": freshness.stale_at,
+                                "stale_after_days": record.team.stale_price_age_days,
+                                "status": FreshnessStatus.STALE.value,
+                            }
+                        ),
+                    )
+                )
         if newest is None or newest.number <= price["number"]:
             continue
         old_amount = Decimal(price["amount"])

@@ -245,6 +245,12 @@ def flag_text(flag) -> str:
         return _("%(component)s of quote #%(quote)s cited by the record was valid until %(valid_until)s.") % {
             **details, "quote": details.get("quote_id")
         }
+    if flag.reason == "price_stale":
+        return _(
+            "%(component)s of quote #%(quote)s cited by the record (version %(number)s) is stale: observed "
+            "%(observed_at)s, older than the team's %(days)s days."
+        ) % {**details, "quote": details.get("quote_id"), "number": details.get("number"),
+             "observed_at": (details.get("observed_at") or "")[:10], "days": details.get("stale_after_days")}
     if flag.reason == "workload_changed":
         return _("The workload has version %(new_version)s; the record decided on version %(cited_version)s.") % details
     if flag.reason == "revisit_date":
