@@ -40,11 +40,12 @@ from apps.workloads.selectors import catalog_gpus
 #: Bumped when the layout of the snapshot changes; a record renders with the layout it was frozen with.
 SNAPSHOT_FORMAT = 1
 
-#: A measured figure's reference names its benchmark job: "job:42", "job 42", "job-42" or "#42".
 #: The key of a candidate's figures in the frozen inputs of a record. Records frozen before the figures got their own
 #: app use it, and a frozen record never changes: it keeps its first name.
 FIGURES_KEY = "phase4_inputs"
-JOB_REFERENCE = re.compile(r"^\s*(?:job\s*[:#\-]?\s*|#)(\d+)\s*$", re.IGNORECASE)
+#: A measured figure's reference starts with its benchmark job: "job:42", "job 42", "job-42" or "#42", alone or
+#: followed by what the ingest says about it ("job:42 (measured): end-to-end p95", as apps/benchmarks writes it).
+JOB_REFERENCE = re.compile(r"^\s*(?:job\s*[:#\-]?\s*|#)(\d+)(?![\d.,])", re.IGNORECASE)
 
 #: Fields whose value changes without the input changing (timestamps written on every save).
 VOLATILE_FIELDS = frozenset({"updated_at", "entered_at", "created_at"})
@@ -396,6 +397,41 @@ def view_comparison(record: DecisionRecord) -> comparison_selectors.Comparison:
     if record.is_frozen:
         return comparison_from_data(record.snapshot["comparison"])
     return live_comparison(record)
+
+
+@dataclass(frozen=True)
+class CitedJob:
+    """A benchmark job whose results the record's comparison used, as the snapshot froze it."""
+
+    job_id: int
+    kind: str
+    status: str
+    result_status: str
+    artifacts: tuple[dict, ...]
+    frozen: bool  # False: a figure names the job but the snapshot holds no result of it (no artifact was pinned)
+
+
+def cited_jobs(data: Mapping[str, Any]) -> list[CitedJob]:
+    """Every benchmark job the comparison's measured figures name, with the result and artifacts the snapshot holds
+    for it. A job the snapshot holds no result of (unknown to the team when frozen, or a record frozen before every
+    job reference was read) is listed as such: nothing of the frozen record changes."""
+    inputs = data.get("inputs") or {}
+    frozen = {entry["job_id"]: entry for entry in inputs.get("benchmark_results", [])}
+    jobs = []
+    for job_id in sorted(set(frozen) | set(job_ids_cited(inputs))):
+        entry = frozen.get(job_id)
+        result = (entry or {}).get("result") or {}
+        jobs.append(
+            CitedJob(
+                job_id=job_id,
+                kind=(entry or {}).get("kind", ""),
+                status=(entry or {}).get("status", ""),
+                result_status=result.get("status", ""),
+                artifacts=tuple(result.get("artifacts", [])),
+                frozen=entry is not None,
+            )
+        )
+    return jobs
 
 
 # ---------------------------------------------------------------------------------------------------------------

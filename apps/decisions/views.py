@@ -192,9 +192,11 @@ def _record_context(request, record, *, stage_form: StageForm | None = None) -> 
     content = selectors.record_content(record) if not record.is_frozen else record.snapshot["record"]
     capacity = content.get("capacity_model")
     flags = selectors.open_flags(record) if record.status == RecordStatus.ACCEPTED else []
+    data = record.snapshot if record.is_frozen else None
     return {
         "record": record,
         "content": content,
+        "cited_jobs": selectors.cited_jobs(data) if data is not None else [],
         "drivers": [line.strip() for line in (content.get("drivers") or "").splitlines() if line.strip()],
         "capacity_model_label": CapacityModel(capacity).label if capacity in CapacityModel.values else "",
         "waiting_url": f"records:review-{waiting.kind}" if waiting is not None else "",
