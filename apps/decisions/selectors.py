@@ -399,6 +399,23 @@ def view_comparison(record: DecisionRecord) -> comparison_selectors.Comparison:
     return live_comparison(record)
 
 
+def team_name_shown(record: DecisionRecord, stages: list[ApprovalStage] | None = None) -> str:
+    """The team's name as the record shows it: as it was at the last signature of the current proposal, else as the
+    proposal froze it, else (a draft) as it is now. Renaming the team later leaves a signed record unchanged."""
+    stages = stages if stages is not None else stages_of(record)
+    signed = [
+        stage for stage in stages
+        if stage.round == record.proposal_round and stage.decided_at is not None and stage.team_name
+    ]
+    if signed:
+        return max(signed, key=lambda stage: (stage.decided_at, stage.position)).team_name
+    if record.is_frozen:
+        frozen = (record.snapshot.get("record") or {}).get("team") or {}
+        if frozen.get("name"):
+            return frozen["name"]
+    return record.team.name
+
+
 @dataclass(frozen=True)
 class CitedJob:
     """A benchmark job whose results the record's comparison used, as the snapshot froze it."""

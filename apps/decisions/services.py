@@ -455,8 +455,17 @@ def stage_decide(*, actor, record: DecisionRecord, kind: str, approve: bool, com
 def _sign(actor, record: DecisionRecord, stage: ApprovalStage, *, approve: bool, comment: str) -> StageDecision:
     now = timezone.now()
     status = StageStatus.APPROVED if approve else StageStatus.REJECTED
+    team_name = Team.objects.filter(pk=record.team_id).values_list("name", flat=True).first() or ""
     updated = ApprovalStage.objects.filter(pk=stage.pk, status=StageStatus.PENDING).update(
-        status=status, reviewer=actor, decided_at=now, comment=comment, snapshot_sha256=record.snapshot_sha256
+        status=status,
+        reviewer=actor,
+        decided_at=now,
+        comment=comment,
+        snapshot_sha256=record.snapshot_sha256,
+        # The names as they are now, kept with the signature (a later rename changes nothing the record shows).
+        reviewer_username=actor.get_username(),
+        reviewer_name=actor.get_full_name() or actor.get_username(),
+        team_name=team_name,
     )
     if updated != 1:
         raise RecordConflict(_("Someone signed this stage a moment ago."))

@@ -196,6 +196,7 @@ def _record_context(request, record, *, stage_form: StageForm | None = None) -> 
     return {
         "record": record,
         "content": content,
+        "team_name": selectors.team_name_shown(record, stages),
         "cited_jobs": selectors.cited_jobs(data) if data is not None else [],
         "drivers": [line.strip() for line in (content.get("drivers") or "").splitlines() if line.strip()],
         "capacity_model_label": CapacityModel(capacity).label if capacity in CapacityModel.values else "",
