@@ -230,6 +230,11 @@ class ApprovalStage(models.Model):
         _("snapshot SHA-256 signed"), max_length=64, blank=True, help_text=_("The snapshot the reviewer saw.")
     )
     withdrawn_at = models.DateTimeField(_("withdrawn at"), null=True, blank=True)
+    # Who signed and for which team, as they were named when they signed: renaming a person or a team later never
+    # changes what a signed record shows.
+    reviewer_username = models.CharField(_("reviewer's username at signing"), max_length=150, blank=True)
+    reviewer_name = models.CharField(_("reviewer's name at signing"), max_length=300, blank=True)
+    team_name = models.CharField(_("team name at signing"), max_length=200, blank=True)
 
     objects = scoped_queryset("record__team").as_manager()
 
@@ -257,12 +262,27 @@ class ApprovalStage(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("records:detail", args=[self.record_id]) + f"#stage-{self.pk}"
 
+    @property
+    def signer_name(self) -> str:
+        """The signer as named at signing ("" while nobody signed); rows signed before the names were kept fall back
+        to the live account."""
+        if self.reviewer_name or self.reviewer_username:
+            return self.reviewer_name or self.reviewer_username
+        return self.reviewer.get_username() if self.reviewer_id else ""
+
+    @property
+    def signer_username(self) -> str:
+        if self.reviewer_username:
+            return self.reviewer_username
+        return self.reviewer.get_username() if self.reviewer_id else ""
+
 
 class RevisitReason(models.TextChoices):
     QUOTE_EXPIRED = "quote_expired", _("A cited quote expired")
     PRICE_CHANGED = "price_changed", _("A cited price changed")
     WORKLOAD_CHANGED = "workload_changed", _("The workload has a newer version")
     REVISIT_DATE = "revisit_date", _("The revisit date passed")
+    PRICE_STALE = "price_stale", _("A cited price is stale")
 
 
 class RevisitFlag(models.Model):

@@ -40,11 +40,12 @@ from apps.workloads.selectors import catalog_gpus
 #: Bumped when the layout of the snapshot changes; a record renders with the layout it was frozen with.
 SNAPSHOT_FORMAT = 1
 
-#: A measured figure's reference names its benchmark job: "job:42", "job 42", "job-42" or "#42".
 #: The key of a candidate's figures in the frozen inputs of a record. Records frozen before the figures got their own
 #: app use it, and a frozen record never changes: it keeps its first name.
 FIGURES_KEY = "phase4_inputs"
-JOB_REFERENCE = re.compile(r"^\s*(?:job\s*[:#\-]?\s*|#)(\d+)\s*$", re.IGNORECASE)
+#: A measured figure's reference starts with its benchmark job: "job:42", "job 42", "job-42" or "#42", alone or
+#: followed by what the ingest says about it ("job:42 (measured): end-to-end p95", as apps/benchmarks writes it).
+JOB_REFERENCE = re.compile(r"^\s*(?:job\s*[:#\-]?\s*|#)(\d+)(?![\d.,])", re.IGNORECASE)
 
 #: Fields whose value changes without the input changing (timestamps written on every save).
 VOLATILE_FIELDS = frozenset({"updated_at", "entered_at", "created_at"})
@@ -398,6 +399,58 @@ def view_comparison(record: DecisionRecord) -> comparison_selectors.Comparison:
     return live_comparison(record)
 
 
+def team_name_shown(record: DecisionRecord, stages: list[ApprovalStage] | None = None) -> str:
+    """The team's name as the record shows it: as it was at the last signature of the current proposal, else as the
+    proposal froze it, else (a draft) as it is now. Renaming the team later leaves a signed record unchanged."""
+    stages = stages if stages is not None else stages_of(record)
+    signed = [
+        stage for stage in stages
+        if stage.round == record.proposal_round and stage.decided_at is not None and stage.team_name
+    ]
+    if signed:
+        return max(signed, key=lambda stage: (stage.decided_at, stage.position)).team_name
+    if record.is_frozen:
+        frozen = (record.snapshot.get("record") or {}).get("team") or {}
+        if frozen.get("name"):
+            return frozen["name"]
+    return record.team.name
+
+
+@dataclass(frozen=True)
+class CitedJob:
+    """A benchmark job whose results the record's comparison used, as the snapshot froze it."""
+
+    job_id: int
+    kind: str
+    status: str
+    result_status: str
+    artifacts: tuple[dict, ...]
+    frozen: bool  # False: a figure names the job but the snapshot holds no result of it (no artifact was pinned)
+
+
+def cited_jobs(data: Mapping[str, Any]) -> list[CitedJob]:
+    """Every benchmark job the comparison's measured figures name, with the result and artifacts the snapshot holds
+    for it. A job the snapshot holds no result of (unknown to the team when frozen, or a record frozen before every
+    job reference was read) is listed as such: nothing of the frozen record changes."""
+    inputs = data.get("inputs") or {}
+    frozen = {entry["job_id"]: entry for entry in inputs.get("benchmark_results", [])}
+    jobs = []
+    for job_id in sorted(set(frozen) | set(job_ids_cited(inputs))):
+        entry = frozen.get(job_id)
+        result = (entry or {}).get("result") or {}
+        jobs.append(
+            CitedJob(
+                job_id=job_id,
+                kind=(entry or {}).get("kind", ""),
+                status=(entry or {}).get("status", ""),
+                result_status=result.get("status", ""),
+                artifacts=tuple(result.get("artifacts", [])),
+                frozen=entry is not None,
+            )
+        )
+    return jobs
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Revisit
 
@@ -415,17 +468,39 @@ def _percent_change(old: Decimal, new: Decimal) -> Decimal | None:
     return (new - old) / abs(old) * 100
 
 
+def cited_prices(record: DecisionRecord) -> list[dict]:
+    """The price versions a frozen record cites (as its snapshot froze them); none for a draft."""
+    inputs = (record.snapshot or {}).get("inputs", {})
+    return [price for entry in inputs.get("candidates", []) for price in entry.get("prices", [])]
+
+
+def cites_price_item(record: DecisionRecord, *, quote_id: int, component: str) -> bool:
+    """The record cites a version of this priced item (of this quote)."""
+    return any(price["quote_id"] == quote_id and price["component"] == component for price in cited_prices(record))
+
+
+def records_citing_price_item(*, team_id: int, quote_id: int, component: str) -> list[DecisionRecord]:
+    """The team's accepted records whose snapshot cites a version of this priced item. The canonical JSON of a
+    snapshot holds `"quote_id":N` for each cited price: a cheap filter in the database, checked exactly here."""
+    found = (
+        DecisionRecord.objects.accepted()
+        .filter(team_id=team_id, snapshot_json__contains=f'"quote_id":{int(quote_id)}')
+        .select_related("team", "workload_summary")
+        .order_by("pk")
+    )
+    return [record for record in found if cites_price_item(record, quote_id=quote_id, component=component)]
+
+
 def revisit_findings(record: DecisionRecord, *, now: datetime.datetime | None = None) -> list[RevisitFinding]:
     """Why an accepted record should be looked at again, now: expired cited quotes, cited prices with a newer version
-    that moved by more than the team's percentage, a newer workload version, the revisit date."""
+    that moved by more than the team's percentage, cited prices still current but stale by age (the quotes app's
+    freshness rule and the team's stale age), a newer workload version, the revisit date."""
     moment = now or timezone.now()
     today = timezone.localdate(moment)
-    snapshot = record.snapshot or {}
-    inputs = snapshot.get("inputs", {})
     threshold = record.team.revisit_price_change_percent
     findings: list[RevisitFinding] = []
 
-    cited = [price for entry in inputs.get("candidates", []) for price in entry.get("prices", [])]
+    cited = cited_prices(record)
     latest: dict[tuple[int, str], PriceVersion] = {}
     quote_ids = {price["quote_id"] for price in cited}
     for version in PriceVersion.objects.filter(quote_id__in=quote_ids).order_by("quote_id", "component", "number"):
@@ -442,6 +517,30 @@ def revisit_findings(record: DecisionRecord, *, now: datetime.datetime | None = 
                 )
             )
         newest = latest.get((price["quote_id"], price["component"]))
+        if newest is not None and newest.pk == price["id"]:
+            # Still the current price: it may have gone stale by age (expired is the flag above).
+            freshness = quote_selectors.freshness_of(
+                newest, stale_after_days=record.team.stale_price_age_days, now=moment
+            )
+            if freshness.status is FreshnessStatus.STALE:
+                findings.append(
+                    RevisitFinding(
+                        RevisitReason.PRICE_STALE,
+                        f"price:{price['id']}",
+                        plain(
+                            {
+                                "price_id": price["id"],
+                                "quote_id": price["quote_id"],
+                                "component": price["component"],
+                                "number": price["number"],
+                                "observed_at": newest.observed_at,
+                                "stale_at": freshness.stale_at,
+                                "stale_after_days": record.team.stale_price_age_days,
+                                "status": FreshnessStatus.STALE.value,
+                            }
+                        ),
+                    )
+                )
         if newest is None or newest.number <= price["number"]:
             continue
         old_amount = Decimal(price["amount"])

@@ -455,8 +455,17 @@ def stage_decide(*, actor, record: DecisionRecord, kind: str, approve: bool, com
 def _sign(actor, record: DecisionRecord, stage: ApprovalStage, *, approve: bool, comment: str) -> StageDecision:
     now = timezone.now()
     status = StageStatus.APPROVED if approve else StageStatus.REJECTED
+    team_name = Team.objects.filter(pk=record.team_id).values_list("name", flat=True).first() or ""
     updated = ApprovalStage.objects.filter(pk=stage.pk, status=StageStatus.PENDING).update(
-        status=status, reviewer=actor, decided_at=now, comment=comment, snapshot_sha256=record.snapshot_sha256
+        status=status,
+        reviewer=actor,
+        decided_at=now,
+        comment=comment,
+        snapshot_sha256=record.snapshot_sha256,
+        # The names as they are now, kept with the signature (a later rename changes nothing the record shows).
+        reviewer_username=actor.get_username(),
+        reviewer_name=actor.get_full_name() or actor.get_username(),
+        team_name=team_name,
     )
     if updated != 1:
         raise RecordConflict(_("Someone signed this stage a moment ago."))
@@ -649,7 +658,14 @@ class RevisitReport:
     withdrawn: int
 
 
-def record_flags_refresh(record: DecisionRecord, *, now: datetime.datetime) -> tuple[int, int]:
+#: Who the audit log names for the flags the beat task opens, and for those a new price version opens on commit.
+REVISIT_TASK_ACTOR = "decisions.flag_records_for_revisit"
+PRICE_VERSION_ACTOR = "decisions.price_version_committed"
+
+
+def record_flags_refresh(
+    record: DecisionRecord, *, now: datetime.datetime, actor: str = REVISIT_TASK_ACTOR
+) -> tuple[int, int]:
     """Open a flag for each new reason to revisit an accepted record, clear those that no longer hold; the people of
     the record are told about new flags. Returns (opened, cleared)."""
     findings = {(finding.reason, finding.subject): finding for finding in selectors.revisit_findings(record, now=now)}
@@ -676,7 +692,7 @@ def record_flags_refresh(record: DecisionRecord, *, now: datetime.datetime) -> t
         )
     if opened:
         record_change(
-            actor="decisions.flag_records_for_revisit",
+            actor=actor,
             instance=record,
             action=Action.UPDATE,
             after={"revisit_flags": [f"{flag.reason}:{flag.subject}" for flag in opened]},
@@ -709,5 +725,30 @@ def records_flag_for_revisit(*, now: datetime.datetime | None = None) -> Revisit
             current = _locked(record)
             live = selectors.live_inputs_sha256(current)
             if current.status == RecordStatus.PROPOSED and live != current.inputs_sha256:
-                withdrawn += int(_withdraw_for_changed_inputs("decisions.flag_records_for_revisit", current, live))
+                withdrawn += int(_withdraw_for_changed_inputs(REVISIT_TASK_ACTOR, current, live))
     return RevisitReport(flagged=flagged, cleared=cleared, withdrawn=withdrawn)
+
+
+def records_flag_for_price(price_version, *, now: datetime.datetime | None = None) -> RevisitReport:
+    """Right after a price version commits: refresh the flags of every accepted record that cites a version of the
+    same priced item, by the same rules as the beat task (so the two never disagree, and a second run opens nothing).
+    Each record is handled in its own transaction, its row locked like a sign-off locks it."""
+    moment = now or timezone.now()
+    flagged = cleared = 0
+    citing = selectors.records_citing_price_item(
+        team_id=price_version.quote.team_id, quote_id=price_version.quote_id, component=price_version.component
+    )
+    for record in citing:
+        with transaction.atomic():
+            current = _locked(record)
+            if current.status != RecordStatus.ACCEPTED:
+                continue
+            opened, closed = record_flags_refresh(current, now=moment, actor=PRICE_VERSION_ACTOR)
+        flagged += opened
+        cleared += closed
+    return RevisitReport(flagged=flagged, cleared=cleared, withdrawn=0)
+
+
+def on_price_version_committed(sender, *, price_version, **kwargs) -> None:
+    """Receiver of `apps.quotes.signals.price_version_committed`, connected in DecisionsConfig.ready()."""
+    records_flag_for_price(price_version)

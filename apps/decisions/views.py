@@ -192,9 +192,12 @@ def _record_context(request, record, *, stage_form: StageForm | None = None) -> 
     content = selectors.record_content(record) if not record.is_frozen else record.snapshot["record"]
     capacity = content.get("capacity_model")
     flags = selectors.open_flags(record) if record.status == RecordStatus.ACCEPTED else []
+    data = record.snapshot if record.is_frozen else None
     return {
         "record": record,
         "content": content,
+        "team_name": selectors.team_name_shown(record, stages),
+        "cited_jobs": selectors.cited_jobs(data) if data is not None else [],
         "drivers": [line.strip() for line in (content.get("drivers") or "").splitlines() if line.strip()],
         "capacity_model_label": CapacityModel(capacity).label if capacity in CapacityModel.values else "",
         "waiting_url": f"records:review-{waiting.kind}" if waiting is not None else "",
@@ -245,6 +248,12 @@ def flag_text(flag) -> str:
         return _("%(component)s of quote #%(quote)s cited by the record was valid until %(valid_until)s.") % {
             **details, "quote": details.get("quote_id")
         }
+    if flag.reason == "price_stale":
+        return _(
+            "%(component)s of quote #%(quote)s cited by the record (version %(number)s) is stale: observed "
+            "%(observed_at)s, older than the team's %(days)s days."
+        ) % {**details, "quote": details.get("quote_id"), "number": details.get("number"),
+             "observed_at": (details.get("observed_at") or "")[:10], "days": details.get("stale_after_days")}
     if flag.reason == "workload_changed":
         return _("The workload has version %(new_version)s; the record decided on version %(cited_version)s.") % details
     if flag.reason == "revisit_date":

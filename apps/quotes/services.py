@@ -20,7 +20,7 @@ from apps.audit.models import ObjectChange
 from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.common import money
 from apps.common.errors import DetailedValidationError
-from apps.quotes import documents, selectors
+from apps.quotes import documents, selectors, signals
 from apps.quotes.models import (
     Candidate,
     ChecklistAnswer,
@@ -214,6 +214,8 @@ def price_record(
         after={component: _price_summary(version)},
         message=_("%(item)s: version %(number)s") % {"item": label, "number": number},
     )
+    # The layers above (decisions: records citing this price) react once the version is committed, never before.
+    transaction.on_commit(lambda: signals.send_price_version_committed(version))
     return version
 
 

@@ -29,12 +29,21 @@ from apps.workloads.models import WorkloadSummary
 
 
 class StageSerializer(serializers.ModelSerializer):
-    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # The signer and the team as they were named at signing (a later rename changes nothing here).
+    reviewer = serializers.SerializerMethodField()
+    reviewer_name = serializers.SerializerMethodField()
 
     class Meta:
         model = ApprovalStage
-        fields = ["id", "round", "kind", "position", "status", "reviewer", "decided_at", "comment",
-                  "snapshot_sha256", "withdrawn_at"]
+        fields = ["id", "round", "kind", "position", "status", "reviewer", "reviewer_name", "team_name",
+                  "decided_at", "comment", "snapshot_sha256", "withdrawn_at"]
+        read_only_fields = fields
+
+    def get_reviewer(self, stage) -> str | None:
+        return stage.signer_username or None
+
+    def get_reviewer_name(self, stage) -> str | None:
+        return stage.signer_name or None
 
 
 class FlagSerializer(serializers.ModelSerializer):
@@ -60,6 +69,12 @@ class RecordSerializer(serializers.ModelSerializer):
                   "superseded_by", "proposal_round", "snapshot_sha256", "inputs_sha256", "proposed_at",
                   "inputs_changed_at", "decided_at", "created_at"]
         read_only_fields = fields
+
+    def get_reviewer(self, stage) -> str | None:
+        return stage.signer_username or None
+
+    def get_reviewer_name(self, stage) -> str | None:
+        return stage.signer_name or None
 
     def get_workload(self, record) -> dict:
         summary = record.workload_summary
@@ -99,6 +114,12 @@ class RecordDetailSerializer(RecordSerializer):
     class Meta(RecordSerializer.Meta):
         fields = [*RecordSerializer.Meta.fields, "content", "stages", "snapshot_matches_hash", "comparison"]
         read_only_fields = fields
+
+    def get_reviewer(self, stage) -> str | None:
+        return stage.signer_username or None
+
+    def get_reviewer_name(self, stage) -> str | None:
+        return stage.signer_name or None
 
     def get_content(self, record) -> dict:
         return record.snapshot["record"] if record.is_frozen else selectors.record_content(record)

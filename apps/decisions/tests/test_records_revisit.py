@@ -101,7 +101,8 @@ def test_expired_quotes_a_newer_workload_version_and_the_revisit_date_flag_the_r
     with time_machine.travel(datetime.datetime(2027, 6, 2, 9, tzinfo=datetime.UTC)):
         tasks.flag_records_for_revisit()
     reasons = {flag.reason: flag for flag in _open_flags(setup.record)}
-    assert set(reasons) == {"workload_changed", "revisit_date"}
+    # By June 2027 the cited prices (observed today) are past the team's stale age too.
+    assert set(reasons) == {"workload_changed", "revisit_date", "price_stale"}
     assert reasons["workload_changed"].details["new_version"] == 2
     assert reasons["revisit_date"].details == {"revisit_on": "2027-06-01"}
 
