@@ -55,11 +55,11 @@ def test_a_record_goes_from_draft_to_accepted_through_the_api(team):
         assert response.status_code == 200, response.content
     detail = author.get(reverse("records-api:record-detail", args=[pk])).json()
     assert detail["status"] == "accepted" and detail["snapshot_matches_hash"] is True
-    assert detail["effective_unit_cost"] == {"amount": "0.000354055", "currency": "USD"}
+    assert detail["effective_unit_cost"] == {"amount": "0.0003515", "currency": "USD"}
     assert [stage["reviewer"] for stage in detail["stages"]] == [who.reviewer.username, who.finance.username,
                                                                  who.product.username]
     rows = {item["label"]: item["row"]["effective_unit_cost"] for item in detail["comparison"]["candidates"]}
-    assert rows["B reserved H200"] == "0.000354055"
+    assert rows["B reserved H200"] == "0.0003515"
 
     assert author.patch(reverse("records-api:record-detail", args=[pk]), {"title": "x"},
                         format="json").status_code == 409

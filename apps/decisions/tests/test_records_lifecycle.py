@@ -66,8 +66,8 @@ def test_proposing_freezes_every_input_and_the_comparison_with_a_content_hash(te
 
     comparison = snapshot["comparison"]
     unit_costs = {item["label"]: item["row"]["effective_unit_cost"] for item in comparison["results"]}
-    assert Decimal(unit_costs["A on-demand H100"]) == Decimal("0.000427785")
-    assert Decimal(unit_costs["B reserved H200"]) == Decimal("0.000354055")
+    assert Decimal(unit_costs["A on-demand H100"]) == Decimal("0.0004245")
+    assert Decimal(unit_costs["B reserved H200"]) == Decimal("0.0003515")
     assert Decimal(unit_costs["C API route"]) == Decimal("0.0008325")
     # The record's choice (A, the cheapest hour but not the cheapest output) is passed to "chose by hourly rate".
     assert comparison["chosen_id"] == str(setup.example.a.pk)

@@ -77,7 +77,7 @@ def test_the_records_list_shows_status_workload_choice_unit_cost_and_revisit_fla
     page = client.get(reverse("records:list")).content.decode()
     assert "DR-1 GPU for support chat" in page and "DR-2 GPU for support chat" in page
     assert "Accepted" in page and "Draft" in page
-    assert 'data-exact="0.000354055"' in page  # B's frozen unit cost
+    assert 'data-exact="0.0003515"' in page  # B's frozen unit cost
     assert "B reserved H200" in page and "A on-demand H100" in page
     assert 'data-reason="revisit_date"' in page
     assert draft.record.pk != setup.record.pk
@@ -91,7 +91,7 @@ def test_the_record_page_draws_the_table_mistakes_and_charts_from_the_snapshot(t
     client.force_login(setup.people.finance)
     page = client.get(setup.record.get_absolute_url()).content.decode()
 
-    assert page.count('data-exact="0.000354055"') == 1 and 'data-exact="0.000427785"' in page
+    assert page.count('data-exact="0.0003515"') == 1 and 'data-exact="0.0004245"' in page
     assert "5.00" not in page  # the new price is nowhere on the accepted record
     assert 'data-mistake="chose_by_hourly_rate" data-raised="yes"' in page
     assert 'id="figure-cost-breakdown"' in page
@@ -116,7 +116,7 @@ def test_a_frozen_record_is_rebuilt_without_reading_any_input(team):
         exports.comparison_data(comparison)
     assert len(queries) == 0
     unit_costs = {result.label: result.row.effective_unit_cost for result in comparison.rows}
-    assert unit_costs["B reserved H200"] == Decimal("0.000354055")
+    assert unit_costs["B reserved H200"] == Decimal("0.0003515")
 
 
 def test_the_six_mistakes_of_a_frozen_record_read_in_the_readers_language(team):
@@ -191,7 +191,7 @@ def test_the_print_view_and_the_exports_come_from_the_snapshot(team, client):
     _raise_prices(setup)
     client.force_login(setup.people.finance)
     printed = client.get(reverse("records:print", args=[setup.record.pk])).content.decode()
-    assert 'class="print-view"' in printed and 'data-exact="0.000354055"' in printed
+    assert 'class="print-view"' in printed and 'data-exact="0.0003515"' in printed
     assert 'id="decision"' in printed and 'class="data-table approval-trail"' in printed
 
     xlsx = client.get(reverse("records:export-xlsx", args=[setup.record.pk]))
@@ -201,11 +201,11 @@ def test_the_print_view_and_the_exports_come_from_the_snapshot(team, client):
     exact = header.index("effective unit cost computed by Dossier (exact)")
     price = header.index("price per price unit")
     rows = {row[1]: row for row in sheet.iter_rows(min_row=2, values_only=True)}
-    assert rows["B reserved H200"][exact] == "0.000354055"
+    assert rows["B reserved H200"][exact] == "0.0003515"
     assert Decimal(str(rows["B reserved H200"][price])) == Decimal("3.50")
 
     csv_text = client.get(reverse("records:export-csv", args=[setup.record.pk])).content.decode()
-    assert "0.000354055" in csv_text
+    assert "0.0003515" in csv_text
 
     snapshot = client.get(reverse("records:snapshot", args=[setup.record.pk]))
     assert snapshot.content.decode() == setup.record.snapshot_json

@@ -47,7 +47,7 @@ def test_a_cited_price_20_percent_higher_flags_the_record_whose_figures_stay_as_
     record = setup.record
     approved_json, approved_hash = record.snapshot_json, record.snapshot_sha256
     approved_cost = _unit_cost(record, "B reserved H200")
-    assert Decimal(approved_cost) == Decimal("0.000354055")
+    assert Decimal(approved_cost) == Decimal("0.0003515")
 
     cited = setup.example.b.quote.price_versions.get(component="list_price")
     _price(setup.example.b.quote, setup.people.author, "4.20")  # 3.50 + 20 %
@@ -65,7 +65,7 @@ def test_a_cited_price_20_percent_higher_flags_the_record_whose_figures_stay_as_
     client.force_login(setup.people.finance)
     page = client.get(record.get_absolute_url()).content.decode()
     assert f'data-exact="{approved_cost}"' in page  # the table still shows the approved unit cost
-    assert "0.000354055" in page
+    assert "0.0003515" in page
     assert "version 2 costs 4.20 USD, 20.00 % against version 1 cited by the record (3.50)" in page
     assert 'id="revisit"' in page
 
@@ -149,7 +149,7 @@ def test_a_superseding_draft_carries_the_new_price_and_the_old_record_keeps_its_
     build.sign(new, StageKind.PLATFORM, StageKind.FINANCE, StageKind.PRODUCT)
     old.refresh_from_db()
     assert old.status == RecordStatus.SUPERSEDED and old.superseded_by == new.record
-    assert Decimal(_unit_cost(old, "B reserved H200")) == Decimal("0.000354055")
+    assert Decimal(_unit_cost(old, "B reserved H200")) == Decimal("0.0003515")
     assert _open_flags(old) == []  # a superseded record has nothing left to revisit
     old_page = client.get(old.get_absolute_url()).content.decode()
     assert 'id="superseded-by-link"' in old_page and new.record.reference in old_page
