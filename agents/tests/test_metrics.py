@@ -129,6 +129,10 @@ def test_summary_window_rates_goodput_and_output_length_flag():
     assert hist["cdf"]["q"][0] == 0.0 and hist["cdf"]["q"][-1] == 1.0
     rows = summary["slices"]["rows"]
     assert sum(row["sent"] for row in rows) == 81
+    # 81 scheduled in [1, 9]; request 90 (scheduled at 9.0) went out at 9.001, after the window: 80 sent in it.
+    assert summary["throughput"]["scheduled_per_s"] == pytest.approx(81 / 8.0)
+    assert summary["throughput"]["sent_per_s"] == pytest.approx(80 / 8.0)
+    assert summary["rate_check"]["ok"] is True and summary["rate_check"]["allowed_shortfall_requests"] == 2
 
 
 def test_send_lag_over_limit_marks_the_run_invalid():
@@ -138,6 +142,101 @@ def test_send_lag_over_limit_marks_the_run_invalid():
     assert summary["valid"] is False and "send lag" in summary["invalid_reasons"][0]
     ok = metrics.summarize(metrics.columns_from_records(recs), window=(0, 2), send_lag_p99_limit_s=0.1)
     assert ok["valid"] is True
+
+
+def steady(rate, seconds, send_of=lambda i, sched: sched + 0.001):
+    """Records of a constant-rate schedule; request i scheduled at i / rate and sent at send_of(i, sched) (None: never
+    sent, recorded as a refused connection), one content chunk 20 ms after its send."""
+    out = []
+    for i in range(round(rate * seconds)):
+        sched = i / rate
+        send = send_of(i, sched)
+        if send is None:
+            out.append({"i": i, "sched": sched, "send": None, "end": sched, "error": "connect_refused", "t": []})
+        else:
+            out.append(record(i, sched=sched, send=send, chunks=[(send + 0.02, 1)]))
+    return out
+
+
+def test_sent_rate_is_what_the_client_sent_and_a_run_that_fell_behind_is_invalid():
+    # 4,000 req/s scheduled for 10 s from a client that can send 2,800/s: request i leaves at i / 2,800, ever later.
+    sends = {}
+
+    def behind(i, sched):
+        sends[i] = max(sched, i / 2800)
+        return sends[i]
+
+    summary = metrics.summarize(metrics.columns_from_records(steady(4000, 10, behind)), window=(1.0, 9.0),
+                                with_histograms=False)
+    sent_in_window = sum(1 for t in sends.values() if 1.0 <= t <= 9.0)
+    throughput, check = summary["throughput"], summary["rate_check"]
+    assert throughput["scheduled_per_s"] == pytest.approx(4000, rel=1e-3)
+    assert throughput["sent_per_s"] == pytest.approx(sent_in_window / 8.0)
+    assert throughput["sent_per_s"] == pytest.approx(2800, rel=1e-3)
+    assert check["scheduled"] == 32001 and check["sent"] == sent_in_window
+    assert check["ratio"] == pytest.approx(0.70, abs=1e-3)
+    assert check["allowed_shortfall_requests"] == 41  # 4,000 req/s × 10 ms + 1
+    assert check["allowed_shortfall"] == pytest.approx(41 / 32001)  # ≈ 10 ms ÷ 8 s + 1 ÷ 32,001
+    assert check["allowed_shortfall"] == pytest.approx(10e-3 / 8.0 + 1 / 32001, rel=1e-4)
+    assert check["ok"] is False
+    assert summary["send_lag_s"]["max"] > 3.0  # seconds late by the end
+    assert summary["valid"] is False
+    rate_reasons = [r for r in summary["invalid_reasons"] if "did not keep its schedule" in r]
+    assert len(rate_reasons) == 1 and "22401" in rate_reasons[0] and "32001" in rate_reasons[0]
+
+
+def test_a_stall_at_the_window_end_fails_the_rate_rule_even_when_the_send_lag_p99_passes():
+    # 1 % of the window's requests (the last 300 of 32,001) wait until 10.5 s: the p99 of the lag stays at 1 ms,
+    # but the window was offered 300 requests fewer than scheduled, beyond the 41 the lag limit lets slip.
+    summary = metrics.summarize(metrics.columns_from_records(
+        steady(4000, 10, lambda i, sched: 10.5 if 35701 <= i <= 36000 else sched + 0.001)), window=(1.0, 9.0),
+        with_histograms=False)
+    assert summary["send_lag_s"]["p99"] == pytest.approx(0.001)
+    # 300 left the window, 4 scheduled in the warm-up's last millisecond came in: 296 fewer.
+    assert summary["rate_check"]["scheduled"] - summary["rate_check"]["sent"] == 296
+    assert summary["valid"] is False
+    assert len(summary["invalid_reasons"]) == 1 and "did not keep its schedule" in summary["invalid_reasons"][0]
+
+
+def test_requests_never_sent_count_as_not_sent():
+    summary = metrics.summarize(metrics.columns_from_records(
+        steady(1000, 4, lambda i, sched: None if i % 3 == 0 else sched + 0.001)), window=(0.5, 3.5),
+        with_histograms=False)
+    assert summary["throughput"]["scheduled_per_s"] == pytest.approx(3001 / 3.0)
+    assert summary["throughput"]["sent_per_s"] == pytest.approx(2000 / 3.0, rel=1e-3)
+    assert summary["send_lag_s"]["p99"] == pytest.approx(0.001)  # the lag knows nothing of unsent requests
+    assert summary["valid"] is False and "did not keep its schedule" in summary["invalid_reasons"][0]
+
+
+def test_a_client_that_kept_its_schedule_stays_valid_with_both_rates_equal():
+    rng = np.random.default_rng(7)
+    jitter = rng.uniform(0.0002, 0.008, 40000)
+    summary = metrics.summarize(metrics.columns_from_records(
+        steady(4000, 10, lambda i, sched: sched + jitter[i])), window=(1.0, 9.0), with_histograms=False)
+    assert summary["valid"] is True and summary["invalid_reasons"] == []
+    check = summary["rate_check"]
+    assert check["ok"] is True and abs(check["sent"] - check["scheduled"]) <= 40
+    assert summary["throughput"]["sent_per_s"] == pytest.approx(summary["throughput"]["scheduled_per_s"], rel=2e-3)
+
+
+def test_a_burst_on_the_window_edge_does_not_fail_a_client_that_kept_up():
+    # 500 requests scheduled at the window's last instant, each sent 2 ms later: after the window, but within the
+    # lag limit, so the allowance (counted from the schedule, not the mean rate) covers them.
+    recs = [record(i, sched=i * 0.01, send=i * 0.01 + 0.001, chunks=[(i * 0.01 + 0.02, 1)]) for i in range(400)]
+    recs += [record(400 + k, sched=2.0, send=2.002, chunks=[(2.05, 1)]) for k in range(500)]
+    summary = metrics.summarize(metrics.columns_from_records(recs), window=(1.0, 2.0), with_histograms=False)
+    check = summary["rate_check"]
+    assert check["scheduled"] - check["sent"] == 501 and check["allowed_shortfall_requests"] == 502
+    assert check["ok"] is True and summary["valid"] is True
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 10, allow_nan=False), st.floats(0, 0.99)), min_size=1, max_size=200),
+       st.floats(0, 9), st.floats(0.01, 5), st.sampled_from([0.001, 0.01, 0.1, 1.0]))
+def test_lags_within_the_limit_never_fail_the_rate_rule(rows, start, length, limit):
+    recs = [record(i, sched=sched, send=sched + share * limit, chunks=[]) for i, (sched, share) in enumerate(rows)]
+    check = metrics.rate_check(metrics.columns_from_records(recs), start, start + length, limit)
+    assert check["ok"] is True
 
 
 def test_capacity_at_slo_rule():

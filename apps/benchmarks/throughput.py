@@ -8,7 +8,11 @@ the parameters the agent ran with (its stored load spec), so the server's figure
 A single run stores `metrics.summarize` (percentiles per request and token-weighted with their method, no p99 from
 under 100 samples, time slices, histogram/CDF bins, SLO attainment with its Wilson interval, goodput, validity).
 A sweep stores one point per level (each recomputed from its own records) and `metrics.capacity_at_slo` over the
-valid levels, plus the full summary of the level at the capacity.
+valid levels, plus the full summary of the level at the capacity. A level is valid only when its client kept its
+schedule: send-lag p99 within the limit and the requests actually sent inside the window within that limit's
+allowance of the scheduled ones (`metrics.rate_check`), so a level the client could not offer is never a capacity;
+each point carries the scheduled and the sent rate, and `capacity_sent_per_s` is the rate the capacity level
+really sent.
 
 When the job measures a candidate (`Job.candidate`: named by its plan at dispatch, or the candidate of the node of
 the agent that ran it offline) and this result is the job's canonical one, the measured figures go to the
@@ -107,6 +111,8 @@ def level_point(key: str, value: float, summary: dict[str, Any]) -> dict[str, An
         "failure_fraction": counts["errors"] / counts["measured"] if counts["measured"] else None,
         "valid": summary["valid"], "invalid_reasons": summary["invalid_reasons"],
         "requests_per_s": summary["throughput"]["requests_per_s"],
+        "scheduled_per_s": summary["throughput"]["scheduled_per_s"],  # the schedule's rate in the window…
+        "sent_per_s": summary["throughput"]["sent_per_s"],  # …and what the client really sent (metrics.rate_check)
         "output_tokens_per_s": summary["throughput"]["output_tokens_per_s"],
         "goodput_per_s": summary["goodput"]["accepted_per_s"],
         "goodput_tokens_per_s": summary["goodput"]["accepted_tokens_per_s"],
@@ -147,9 +153,13 @@ def summarize_sweep(result: Result, artifacts: dict[str, Any], spec, sweep_spec:
                                     **summarize_parameters(level))
         summaries[value] = (summary, artifacts[name].sha256)
         points.append(level_point(key, value, summary))
+    # Only valid levels: one whose client fell behind (send lag, or sent rate short of the schedule) measured a load
+    # the server was never offered, so it can be no capacity.
     capacity = metrics.capacity_at_slo([p for p in points if p["valid"]], float(target), key="offered")
+    at_capacity = next((p for p in points if p["offered"] == capacity["capacity"]), None)
     out: dict[str, Any] = {
         "mode": "sweep", "key": key, "target": float(target), "points": points, "capacity": capacity,
+        "capacity_sent_per_s": at_capacity["sent_per_s"] if at_capacity else None,
         "valid": all(p["valid"] for p in points),
         "invalid_reasons": [f"level {p['offered']:g}: {reason}" for p in points for reason in p["invalid_reasons"]],
         "stopped": agent_sweep.get("stopped"),

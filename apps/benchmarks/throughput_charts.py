@@ -63,7 +63,8 @@ def throughput_latency(measured: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def goodput_offered(measured: dict[str, Any]) -> dict[str, Any] | None:
-    """Goodput (accepted/s) and throughput against the offered load, with the capacity at the SLO marked."""
+    """Goodput (accepted/s), throughput and the rate actually sent against the offered load, with the capacity at
+    the SLO marked."""
     points = measured.get("points") or []
     if not points:
         return None
@@ -77,6 +78,10 @@ def goodput_offered(measured: dict[str, Any]) -> dict[str, Any] | None:
          "y": [p["requests_per_s"] for p in points], "marker": {"symbol": symbols},
          "line": {"color": COLORS["throughput"]}},
     ]
+    if any(p.get("sent_per_s") is not None for p in points):  # what the client really sent, beside the schedule
+        data.append({"type": "scatter", "mode": "lines+markers", "name": _("sent (requests actually sent per second)"),
+                     "x": offered, "y": [p.get("sent_per_s") for p in points], "marker": {"symbol": symbols},
+                     "line": {"color": COLORS["ideal"], "dash": "dot"}})
     shapes = []
     capacity = (measured.get("capacity") or {}).get("capacity")
     if capacity is not None:

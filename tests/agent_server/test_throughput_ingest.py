@@ -198,6 +198,79 @@ def test_a_sweep_puts_capacity_per_gpu_and_tail_latency_on_the_candidate_with_pr
         ["capacity_at_slo", "p95_latency_ms", "p99_latency_ms", "failure_rate"])
 
 
+def level_records(rate: float, seconds: float, *, stall: tuple[int, float] | None = None) -> bytes:
+    """A sweep level's records.npz built by hand: a constant `rate` for `seconds`, each request sent 1 ms late and
+    answered with 8 tokens (TTFT 5 ms); with `stall` = (i, t), request i and every later one leaves at t at the
+    earliest (the client stalled)."""
+    records = []
+    for i in range(round(rate * seconds)):
+        sched = i / rate
+        send = sched + 0.001
+        if stall is not None and i >= stall[0]:
+            send = max(send, stall[1])
+        times = [send + 0.005 + 0.001 * k for k in range(8)]
+        records.append({"i": i, "sched": sched, "send": send, "first_byte": send + 0.004, "end": times[-1] + 0.0005,
+                        "status": 200, "error": None, "in_tok": 16, "out_tok": 8, "check": "ok", "t": times})
+    return metrics.columns_to_npz(metrics.columns_from_records(records))
+
+
+def finish_sweep(api, pool, spec: dict[str, Any], levels: dict[float, bytes], *, candidate=None) -> Result:
+    """Queue a throughput sweep job and finish it with the given records per level, as the agent uploads them."""
+    plan = make_plan(pool, kind="throughput", spec=spec, name="Throughput")
+    if candidate is not None:
+        plan.spec = {**plan.spec, "candidate_id": candidate.pk}
+        plan.save(update_fields=["spec"])
+    plan_request_dispatch(plan=plan)
+    plan_dispatch(plan_id=plan.pk)
+    claimed = api.claim_job(job_kinds=("throughput",))
+    listed = []
+    for value, data in levels.items():
+        name = f"records-{value:g}.npz"
+        response = api.put_artifact(claimed, data, name=name, media_type="application/x-npz")
+        assert response.status_code in (200, 201), response.content
+        listed.append({"sha256": hashlib.sha256(data).hexdigest(), "name": name, "media_type": "application/x-npz",
+                       "size": len(data)})
+    sweep = {"key": spec["sweep"]["key"], "target": spec["slo"]["target"],
+             "points": [{"offered": value} for value in levels]}
+    response = api.finish(claimed, result={"sweep": sweep}, artifacts=listed)
+    assert response.status_code == 201, response.content
+    return Result.objects.get(job_id=int(claimed.job_id))
+
+
+def test_a_level_the_client_did_not_send_is_never_the_capacity(api, pool, team, platform_user):
+    candidate = gpu_candidate(team, platform_user, workload(team), label="H200 node", price="3.50", capacity="2")
+    measured(candidate, platform_user, "gpus_per_replica", "2", "job:1")
+    spec = run_spec(lag_limit_s=0.005, sweep={"key": "rate", "levels": [1000, 2000, 4000], "level_duration_s": 1.6})
+    # Window [0.3, 1.5] s. At 4,000 req/s the client stalls 46 requests before the window's end until 2 s: under 1 %
+    # of the window's 4,801, so the send-lag p99 stays at 1 ms, but 42 fewer were sent in the window than scheduled,
+    # where the 5 ms limit lets 21 slip. Every request is answered within the SLO: by attainment alone the level
+    # passes.
+    stored = finish_sweep(api, pool, spec, {1000.0: level_records(1000, 1.6), 2000.0: level_records(2000, 1.6),
+                                            4000.0: level_records(4000, 1.6, stall=(5955, 2.0))},
+                          candidate=candidate)
+
+    tasks.ingest_result(stored.pk)
+    stored.refresh_from_db()
+    phase = stored.summary["phase2"]
+    points = {p["offered"]: p for p in phase["points"]}
+    top = points[4000.0]
+    assert top["attainment"] == 1.0 and top["send_lag_p99_s"] == pytest.approx(0.001)
+    assert top["valid"] is False
+    assert [r for r in top["invalid_reasons"] if "send lag" in r] == []
+    assert any("did not keep its schedule" in r for r in top["invalid_reasons"])
+    assert top["scheduled_per_s"] == pytest.approx(4801 / 1.2)
+    assert top["sent_per_s"] == pytest.approx((4801 - 42) / 1.2)
+    assert points[2000.0]["valid"] is True and points[2000.0]["sent_per_s"] == pytest.approx(2000, rel=1e-3)
+
+    assert phase["capacity"]["capacity"] == 2000.0
+    assert phase["capacity_sent_per_s"] == points[2000.0]["sent_per_s"]
+    assert phase["summary_level"] == 2000.0 and phase["summary"]["rate_check"]["ok"] is True
+    assert phase["valid"] is False and any(r.startswith("level 4000: sent") for r in phase["invalid_reasons"])
+    capacity = CandidateFigure.objects.get(candidate=candidate, metric="capacity_at_slo")
+    assert capacity.value == Decimal("1000")  # 2,000 req/s at the SLO ÷ 2 GPUs, never the 4,000 the client missed
+    assert capacity.reference.startswith(f"job:{stored.job_id} (measured): rate 2000 at the SLO")
+
+
 def test_missing_records_are_reported_not_crashed_on(api, pool):
     plan = make_plan(pool, kind="throughput", spec=run_spec(), name="Throughput")
     plan_request_dispatch(plan=plan)

@@ -8,7 +8,13 @@ from django.urls import reverse
 
 from apps.benchmarks import tasks
 from apps.comparison.tests.builders import gpu_candidate, measured, workload
-from tests.agent_server.test_throughput_ingest import api, run_and_finish, run_spec  # noqa: F401 - fixture
+from tests.agent_server.test_throughput_ingest import (  # noqa: F401 - fixture
+    api,
+    finish_sweep,
+    level_records,
+    run_and_finish,
+    run_spec,
+)
 from tests.i18n_tools import untranslated_text
 from tests.test_translations import extracted, pseudo_locale  # noqa: F401 - the pseudo-locale's fixtures
 
@@ -58,6 +64,30 @@ def test_an_invalid_run_and_a_missing_p99_are_shown_as_such(client, platform_use
     assert "Invalid run: these figures are not a measurement of the endpoint." in html
     assert "send lag p99" in html
     assert "too few samples" in html
+
+
+def test_the_scheduled_and_the_sent_rate_are_shown_side_by_side(client, platform_user, api, pool):  # noqa: F811
+    spec = run_spec(lag_limit_s=0.005, sweep={"key": "rate", "levels": [1000, 2000], "level_duration_s": 1.6})
+    stored = finish_sweep(api, pool, spec, {1000.0: level_records(1000, 1.6),
+                                            2000.0: level_records(2000, 1.6, stall=(2900, 2.5))})
+    tasks.ingest_result(stored.pk)
+    stored.refresh_from_db()
+    points = stored.summary["phase2"]["points"]
+    assert [p["valid"] for p in points] == [True, False]
+    client.force_login(platform_user)
+    html = client.get(reverse("benchmarks:job-detail", args=[stored.job_id])).content.decode()
+    # The level shown is the capacity (1,000 req/s): its schedule and what the client sent, beside each other.
+    rates = html[html.index('<dd class="throughput-rates">'):]
+    rates = rates[:rates.index("</dd>")]
+    assert "1000.83 requests/s scheduled, 1000.83 requests/s sent" in rates  # 1,201 requests in the 1.2 s window
+    assert "1000.83 requests/s actually sent at that level" in html
+    # The levels table gives each level's sent rate next to the offered one: the 2,000 level sent less.
+    cell = '<td class="num" translate="no">%s</td>'
+    assert cell % "2000.0" + cell % f"{points[1]['sent_per_s']:.2f}" in html
+    assert points[1]["sent_per_s"] < points[1]["scheduled_per_s"] - 50
+    assert "did not keep its schedule" in html
+    goodput = _chart(html, f"throughput-{stored.pk}-goodput")
+    assert goodput["data"][-1]["y"] == [p["sent_per_s"] for p in points]
 
 
 def test_the_partial_has_no_untranslated_text(pseudo_locale, client, platform_user, sweep_result):  # noqa: F811

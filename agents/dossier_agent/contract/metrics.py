@@ -11,6 +11,14 @@ Times are seconds, all on one clock (the load generator's monotonic clock, offse
   contributes k gaps of g/k (the tokens that came with the first content chunk have no gap before them). A token is
   a token of the server's count (`usage.completion_tokens`), spread over the chunks by per-chunk accounting.
 - send lag = actual send − scheduled send; a run whose send-lag p99 exceeds the threshold is invalid.
+- scheduled rate = requests scheduled inside the window ÷ window seconds; sent rate = requests whose actual send
+  falls inside the window's time span (whenever they were scheduled; a request never sent is not sent) ÷ window
+  seconds: the load the endpoint was really offered. Rate rule (`rate_check`): a run is invalid when the two counts
+  differ by more than the send-lag limit L lets slip across the window's edges: fewer sent than scheduled by more
+  than the requests scheduled in the window's last L seconds + 1, or more sent by more than those scheduled in the
+  L seconds before it + 1. For a steady schedule that is scheduled rate × L + 1 requests, i.e. a shortfall of
+  L ÷ window seconds + 1 ÷ scheduled as a share. A client whose lag stays within L cannot move more requests across
+  an edge; one that falls behind its schedule (or stalls near the end of the window) does.
 - accepted = succeeded ∧ within every latency limit ∧ passed the output check; errors and timeouts stay in the
   denominator; goodput = accepted requests (or their output tokens) per second of the measured window.
 - capacity at the SLO = the highest offered load whose attainment is ≥ the target, every lower tested load passing too.
@@ -457,6 +465,45 @@ def _rate(count: float, seconds: float) -> float | None:
     return count / seconds if seconds > 0 else None
 
 
+RATE_RULE = ("scheduled - sent <= requests scheduled in the window's last send_lag_p99_limit_s + 1, and "
+             "sent - scheduled <= requests scheduled in the send_lag_p99_limit_s before it + 1; scheduled = requests "
+             "scheduled inside the window, sent = requests actually sent inside its time span")
+
+
+def rate_check(columns: Columns, start: float, stop: float,
+               send_lag_p99_limit_s: float = DEFAULT_SEND_LAG_P99_LIMIT_S) -> dict[str, Any]:
+    """The sent rate against the scheduled rate over the window [start, stop] (both ends included), from all
+    records: a request scheduled in the warm-up but sent inside the window was sent inside it.
+
+    scheduled = requests whose scheduled time is inside the window; sent = requests whose actual send time is inside
+    it (no send time: not sent); both also per second of the window, `ratio` = sent ÷ scheduled. A client whose
+    send lag stays within the limit L can only move across the window's edges the requests scheduled within L of
+    them: at most those scheduled in (stop − L, stop] leave (the allowed shortfall) and those scheduled in
+    [start − L, start) come in (the allowed excess), plus one request each for the request on the edge. `ok` when
+    the difference stays within that (`RATE_RULE`). For a steady schedule the allowed shortfall is scheduled rate × L
+    + 1 requests, i.e. L ÷ window seconds + 1 ÷ scheduled as a share (`allowed_shortfall`); counting the schedule
+    itself keeps a burst that falls on an edge from failing a client that kept up.
+    """
+    seconds = stop - start
+    limit = max(0.0, float(send_lag_p99_limit_s))
+    times = columns.scheduled
+    with np.errstate(invalid="ignore"):  # NaN compares False: a request never sent is not sent
+        scheduled = int(((times >= start) & (times <= stop)).sum())
+        sent = int(((columns.sent >= start) & (columns.sent <= stop)).sum())
+        may_leave = int(((times > stop - limit) & (times <= stop) & (times >= start)).sum())
+        may_enter = int(((times >= start - limit) & (times < start)).sum())
+    shortfall_allowed, excess_allowed = may_leave + 1, may_enter + 1
+    return {
+        "scheduled": scheduled, "sent": sent,
+        "scheduled_per_s": _rate(float(scheduled), seconds), "sent_per_s": _rate(float(sent), seconds),
+        "ratio": sent / scheduled if scheduled else None,
+        "allowed_shortfall_requests": shortfall_allowed, "allowed_excess_requests": excess_allowed,
+        "allowed_shortfall": shortfall_allowed / scheduled if scheduled else None,
+        "ok": -excess_allowed <= scheduled - sent <= shortfall_allowed, "rule": RATE_RULE,
+        "send_lag_p99_limit_s": limit,
+    }
+
+
 def summarize(columns: Columns, *, window: tuple[float, float] | None = None,
               limits: Mapping[str, float | None] | None = None, slo_target: float | None = None,
               target_output_tokens: float | None = None, send_lag_p99_limit_s: float = DEFAULT_SEND_LAG_P99_LIMIT_S,
@@ -466,6 +513,11 @@ def summarize(columns: Columns, *, window: tuple[float, float] | None = None,
 
     `window` = (start, end) in run seconds: the measured requests are those scheduled inside it (warm-up before,
     cool-down after are excluded); rates are per second of the window. Default: the span of scheduled times.
+
+    `throughput.scheduled_per_s` = requests scheduled inside the window ÷ its seconds (the schedule);
+    `throughput.sent_per_s` = requests whose actual send time falls inside the window's time span ÷ its seconds
+    (what the client achieved; a request never sent is not counted). `rate_check` compares the two (`rate_check`
+    above) and a difference beyond the send-lag allowance makes the run invalid.
     """
     total_rows = len(columns)
     if window is None:
@@ -511,6 +563,14 @@ def summarize(columns: Columns, *, window: tuple[float, float] | None = None,
     if lag_p99 is not None and lag_p99 > send_lag_p99_limit_s:
         invalid.append(f"send lag p99 {lag_p99 * 1000:.1f} ms exceeds {send_lag_p99_limit_s * 1000:.1f} ms: "
                        "the load generator fell behind its schedule")
+    rates = rate_check(columns, start, stop, send_lag_p99_limit_s)
+    if n and not rates["ok"]:
+        short = rates["sent"] < rates["scheduled"]
+        allowed = rates["allowed_shortfall_requests"] if short else rates["allowed_excess_requests"]
+        invalid.append(f"sent {rates['sent']} requests in the window against {rates['scheduled']} scheduled "
+                       f"({rates['sent_per_s'] or 0:.1f} of {rates['scheduled_per_s'] or 0:.1f} req/s, "
+                       f"{rates['ratio']:.1%}); the send-lag limit allows {allowed} "
+                       f"{'fewer' if short else 'more'}: the load generator did not keep its schedule")
     if n == 0:
         invalid.append("no request in the measured window")
 
@@ -538,8 +598,10 @@ def summarize(columns: Columns, *, window: tuple[float, float] | None = None,
             "requests_per_s": _rate(float(ok.sum()), seconds),
             "output_tokens_per_s": _rate(out_tokens_ok, seconds),
             "input_tokens_per_s": _rate(float(run.input_tokens[ok & (run.input_tokens >= 0)].sum()), seconds),
-            "sent_per_s": _rate(float(n), seconds),
+            "scheduled_per_s": rates["scheduled_per_s"],
+            "sent_per_s": rates["sent_per_s"],
         },
+        "rate_check": rates,
         "goodput": {"accepted_per_s": _rate(float(accepted.sum()), seconds),
                     "accepted_tokens_per_s": _rate(float(tokens[accepted].sum()), seconds)},
         "latency_s": latency,

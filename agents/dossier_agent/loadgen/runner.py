@@ -4,7 +4,9 @@ Every loop is bounded in count (`max_requests`, the schedule's length) and in ti
 `drain_s` for the requests still in flight, which are cut and recorded as `cut_at_end`). The measured window is
 [`warmup_s`, `duration_s` − `cooldown_s`] of scheduled time; the summary
 (`dossier_agent.contract.metrics.summarize`) marks the run invalid when the send-lag p99 exceeds
-`send_lag_p99_limit_s` or when the window is shorter than `min_window_s`.
+`send_lag_p99_limit_s`, when fewer requests were sent inside the window than scheduled beyond what that limit allows
+(`metrics.rate_check`; the summary's `throughput.sent_per_s` is the rate actually sent, `scheduled_per_s` the
+schedule's) or when the window is shorter than `min_window_s`.
 """
 
 from __future__ import annotations

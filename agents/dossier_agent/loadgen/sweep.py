@@ -7,8 +7,9 @@ Sweep spec (`spec["sweep"]`):
 - `search`: `{"start": r, "factor": 2, "max": r_max, "tolerance": 0.05, "max_levels": 12}` for the capacity search;
 - `key`: `rate` (open loop, the base profile's kind: constant or poisson…) or `concurrency` (closed loop);
 - `level_duration_s`, `level_warmup_s`, `level_cooldown_s`: each level's run (defaults: the base spec's).
-A level whose run is invalid (the client fell behind) stops the search there: its attainment says nothing about
-the server.
+A level whose run is invalid (the client fell behind: send-lag p99 over the limit, or fewer requests sent in the
+window than scheduled beyond what that limit allows, `metrics.rate_check`) stops the search there: its attainment
+says nothing about the server, and it is never a capacity.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def _point(key: str, value: float, result: LoadResult) -> dict[str, Any]:
         key: value, "offered": value, "attainment": slo["attainment"], "ci": slo["ci"], "measured": slo["total"],
         "accepted": slo["accepted"], "valid": summary["valid"], "invalid_reasons": summary["invalid_reasons"],
         "requests_per_s": summary["throughput"]["requests_per_s"],
+        "scheduled_per_s": summary["throughput"]["scheduled_per_s"], "sent_per_s": summary["throughput"]["sent_per_s"],
         "output_tokens_per_s": summary["throughput"]["output_tokens_per_s"],
         "goodput_per_s": summary["goodput"]["accepted_per_s"],
         "ttft_p50_s": latency["ttft"]["per_request"]["p50"], "ttft_p95_s": latency["ttft"]["per_request"]["p95"],
