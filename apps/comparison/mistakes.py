@@ -1,4 +1,9 @@
-"""The guide's six common mistakes of GPU selection, as checks over plain data (no Django).
+"""The guide's six common mistakes of GPU selection, and its closing rule (compare a commitment with a model/API route
+before signing it), as checks over plain data (no Django).
+
+The checks read evidence, never typed claims: interconnect needs a measured all-reduce bus bandwidth (or a waiver a
+named person recorded), quality acceptance a measured or sourced rate, platform ownership an owner on each of the
+guide's ten operations lines.
 
 Each mistake is a `Rule`: a stable code, a check function `Situation -> tuple[Finding, ...]`, and its title,
 explanation and finding messages, kept as data in `RULES`. The texts are the English, marked with `gettext_noop`; the
@@ -20,15 +25,24 @@ from apps.quotes.kinds import CandidateKind
 
 SELF_HOSTED_KINDS = frozenset({CandidateKind.GPU, CandidateKind.PURCHASE})
 
+#: The rules a named person may waive for one candidate, with a recorded reason (comparison.models.MistakeWaiver).
+WAIVABLE_RULES = ("interconnect_ignored",)
+
 
 @dataclass(frozen=True)
 class WorkloadFacts:
-    """What the workload summary states (None: not stated)."""
+    """What the workload summary states (None: not stated).
+
+    `has_acceptance_criteria`: a unit of success and an acceptance rate are stated; `quality_acceptance_sourced`:
+    that rate cites where it comes from (a bare number is a claim, not a criterion).
+    """
 
     p95_context_tokens: int | None = None
     peak_concurrency: int | None = None
     has_acceptance_criteria: bool = False
     model_expected_life_months: Decimal | None = None
+    quality_acceptance_rate: Decimal | None = None
+    quality_acceptance_sourced: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,7 +51,12 @@ class CandidateFacts:
 
     `tested_context_tokens` / `tested_concurrency`: the largest context and concurrency phase 1 ran (None: not
     tested); `gpus_per_job` / `nodes_per_job`: how many GPUs and nodes one replica or training job spans;
-    `commitment_months`: the reservation term or the purchase's amortisation (None: no commitment).
+    `commitment_months`: the reservation term or the purchase's amortisation (None: no commitment);
+    `is_commitment`: a reservation or a purchase (whether or not its term is known);
+    `measured_bus_bandwidth_gbps`: the all-reduce bus bandwidth a benchmark measured (None: not measured; what the
+    quote says of its interconnect does not count); `waived_rules`: the codes of the rules a named person waived for
+    this candidate; `has_sourced_acceptance`: a quality acceptance rate measured on it or quoted with a reference;
+    `unowned_operations`: the guide's operations lines (drivers, CUDA…) that name no owner.
     """
 
     id: str
@@ -51,9 +70,12 @@ class CandidateFacts:
     tested_concurrency: int | None = None
     gpus_per_job: int = 1
     nodes_per_job: int = 1
-    has_interconnect_data: bool = False
-    has_interconnect_test: bool = False
+    measured_bus_bandwidth_gbps: Decimal | None = None
+    waived_rules: tuple[str, ...] = ()
     commitment_months: Decimal | None = None
+    is_commitment: bool = False
+    has_sourced_acceptance: bool = False
+    unowned_operations: tuple[str, ...] = ()
 
     @classmethod
     def from_row(cls, row: Row, **evidence: Any) -> CandidateFacts:
@@ -204,7 +226,7 @@ def check_interconnect_ignored(situation: Situation) -> tuple[Finding, ...]:
         spans_nodes = candidate.nodes_per_job > 1
         if candidate.kind not in SELF_HOSTED_KINDS or not (spans_nodes or candidate.gpus_per_job > 1):
             continue
-        if candidate.has_interconnect_data or candidate.has_interconnect_test:
+        if candidate.measured_bus_bandwidth_gbps is not None or code in candidate.waived_rules:
             continue
         findings.append(Finding(code, "multi_node" if spans_nodes else "multi_gpu", candidate.id, {
             "candidate": candidate.label, "gpus": candidate.gpus_per_job, "nodes": candidate.nodes_per_job,
@@ -213,17 +235,37 @@ def check_interconnect_ignored(situation: Situation) -> tuple[Finding, ...]:
 
 
 def check_generated_not_accepted(situation: Situation) -> tuple[Finding, ...]:
-    if situation.workload.has_acceptance_criteria:
+    """A sourced workload acceptance rate covers every candidate; without one, each candidate needs its own measured
+    or sourced rate. When none has one, one finding for the comparison says what the workload lacks."""
+    code = "generated_not_accepted"
+    workload = situation.workload
+    if workload.has_acceptance_criteria and workload.quality_acceptance_sourced:
         return ()
-    return (Finding("generated_not_accepted", "no_acceptance_criteria", None),)
+    uncovered = [candidate for candidate in situation.candidates if not candidate.has_sourced_acceptance]
+    if situation.candidates and not uncovered:
+        return ()
+    if len(uncovered) < len(situation.candidates):
+        return tuple(Finding(code, "candidate_acceptance_unsourced", candidate.id, {"candidate": candidate.label})
+                     for candidate in uncovered)
+    if workload.quality_acceptance_rate is not None and not workload.quality_acceptance_sourced:
+        return (Finding(code, "acceptance_unsourced", None, {"rate": workload.quality_acceptance_rate}),)
+    return (Finding(code, "no_acceptance_criteria", None),)
 
 
 def check_no_platform_ownership(situation: Situation) -> tuple[Finding, ...]:
-    return tuple(
-        Finding("no_platform_ownership", "zero_platform_labor", candidate.id, {"candidate": candidate.label})
-        for candidate in situation.candidates
-        if candidate.kind in SELF_HOSTED_KINDS and not candidate.platform_labor
-    )
+    code = "no_platform_ownership"
+    findings = []
+    for candidate in situation.candidates:
+        if candidate.kind not in SELF_HOSTED_KINDS:
+            continue
+        if not candidate.platform_labor:
+            findings.append(Finding(code, "zero_platform_labor", candidate.id, {"candidate": candidate.label}))
+        if candidate.unowned_operations:
+            findings.append(Finding(code, "unowned_operations", candidate.id, {
+                "candidate": candidate.label, "count": len(candidate.unowned_operations),
+                "lines": list(candidate.unowned_operations),
+            }))
+    return tuple(findings)
 
 
 def check_bought_for_todays_model(situation: Situation) -> tuple[Finding, ...]:
@@ -235,6 +277,25 @@ def check_bought_for_todays_model(situation: Situation) -> tuple[Finding, ...]:
                 {"candidate": candidate.label, "commitment": candidate.commitment_months, "life": life})
         for candidate in situation.candidates
         if candidate.commitment_months is not None and candidate.commitment_months > life
+    )
+
+
+def check_committed_without_api_comparison(situation: Situation) -> tuple[Finding, ...]:
+    """A reservation or a purchase (the chosen one, or each one without a choice) in a comparison that costs no
+    model/API route: the guide compares with the model/API options before signing a commitment."""
+    code = "committed_without_api_comparison"
+    if any(candidate.kind == CandidateKind.API and candidate.effective_unit_cost is not None
+           for candidate in situation.candidates):
+        return ()
+    chosen = situation.chosen
+    if chosen is not None:
+        concerned, severity = ([chosen] if chosen.is_commitment else []), "warning"
+    else:
+        concerned, severity = [c for c in situation.candidates if c.is_commitment], "note"
+    return tuple(
+        Finding(code, "purchase_without_api" if candidate.kind == CandidateKind.PURCHASE else "reserve_without_api",
+                candidate.id, {"candidate": candidate.label}, severity=severity)
+        for candidate in concerned
     )
 
 
@@ -304,10 +365,12 @@ RULES: tuple[Rule, ...] = (
         ),
         reasons={
             "multi_gpu": gettext_noop(
-                "%(candidate)s runs one job across %(gpus)s GPUs with no interconnect data and no interconnect test."
+                "%(candidate)s runs one job across %(gpus)s GPUs with no measured all-reduce bus bandwidth and no "
+                "recorded waiver."
             ),
             "multi_node": gettext_noop(
-                "%(candidate)s runs one job across %(nodes)s nodes with no interconnect data and no interconnect test."
+                "%(candidate)s runs one job across %(nodes)s nodes with no measured all-reduce bus bandwidth and no "
+                "recorded waiver."
             ),
         },
         check=check_interconnect_ignored,
@@ -325,6 +388,14 @@ RULES: tuple[Rule, ...] = (
                 "The workload states no acceptance criteria: the benchmarks can count generated outputs only, not "
                 "accepted ones."
             ),
+            "acceptance_unsourced": gettext_noop(
+                "The workload's acceptance rate (%(rate)s) cites no source, and no candidate has a measured or "
+                "sourced one: it counts as no acceptance criterion."
+            ),
+            "candidate_acceptance_unsourced": gettext_noop(
+                "%(candidate)s has no measured or sourced quality acceptance, and the workload states no sourced "
+                "rate: its cost counts generated outputs, not accepted ones."
+            ),
         },
         check=check_generated_not_accepted,
     ),
@@ -339,6 +410,10 @@ RULES: tuple[Rule, ...] = (
         reasons={
             "zero_platform_labor": gettext_noop(
                 "%(candidate)s runs on GPUs you operate, yet carries no platform labor."
+            ),
+            "unowned_operations": gettext_noop(
+                "%(candidate)s runs on GPUs you operate, yet %(count)s operations lines name no owner (the team, the "
+                "vendor or a person): %(lines)s."
             ),
         },
         check=check_no_platform_ownership,
@@ -359,11 +434,30 @@ RULES: tuple[Rule, ...] = (
         },
         check=check_bought_for_todays_model,
     ),
+    Rule(
+        code="committed_without_api_comparison",
+        number=7,
+        title=gettext_noop("Committing without comparing a model/API route"),
+        explanation=gettext_noop(
+            "Reserve or buy only after traffic, model choice and utilisation are validated, and compare with the "
+            "model/API options before signing a commitment: GPU infrastructure brings ownership of the scheduler, "
+            "runtime, security, FinOps and incidents."
+        ),
+        reasons={
+            "reserve_without_api": gettext_noop(
+                "%(candidate)s is a reservation, but this comparison costs no model/API route to weigh it against."
+            ),
+            "purchase_without_api": gettext_noop(
+                "%(candidate)s is a purchase, but this comparison costs no model/API route to weigh it against."
+            ),
+        },
+        check=check_committed_without_api_comparison,
+    ),
 )
 
 RULES_BY_CODE: Mapping[str, Rule] = MappingProxyType({rule.code: rule for rule in RULES})
 
 
 def check_mistakes(situation: Situation) -> tuple[Finding, ...]:
-    """Every finding of the six rules, in the guide's order."""
+    """Every finding of the rules, in the guide's order."""
     return tuple(finding for rule in RULES for finding in rule.check(situation))

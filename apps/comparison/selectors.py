@@ -22,13 +22,14 @@ from apps.common.provenance import ProvenanceKind
 from apps.common.work_units import Conversion, WorkUnit
 from apps.comparison import cost_model, mistakes
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
-from apps.quotes import kinds
+from apps.quotes import checklist_data, kinds
 from apps.quotes import selectors as quote_selectors
 from apps.quotes.comparison_inputs import normalization_inputs
 from apps.quotes.models import (
     NORMALIZATION_COST_KIND,
     Candidate,
     CandidateKind,
+    ChecklistAnswer,
     CommercialModel,
     CostLine,
     CostPeriod,
@@ -395,6 +396,8 @@ def candidates_for_comparison(user, summary: WorkloadSummary) -> QuerySet[Candid
         .filter(workload_summary=summary)
         .select_related("quote__vendor", "quote__gpu", "team")
         .prefetch_related(
+            # The mistakes check: the waivers and the checklist answers (owners of the operations lines).
+            "mistake_waivers", Prefetch("quote__answers", queryset=ChecklistAnswer.objects.select_related("question")),
             Prefetch("quote__price_versions", queryset=PriceVersion.objects.order_by("component", "-number")),
             Prefetch(
                 "quote__cost_lines",
@@ -721,22 +724,40 @@ def commitment_months(candidate: Candidate) -> Decimal | None:
 
 
 def candidate_facts(result: CandidateResult) -> mistakes.CandidateFacts:
+    """The mistakes check's facts of one candidate, from evidence only: a measured all-reduce bus bandwidth (not what
+    the quote says of its interconnect), a recorded waiver, a measured or sourced acceptance rate, an owner on each of
+    the guide's operations lines (checklist answers). Reads the prefetched waivers and answers
+    (`candidates_for_comparison`)."""
     candidate = result.candidate
     quote = candidate.quote
     # A training run spans the whole quoted cluster; a serving replica spans the GPUs the inputs say (default 1).
     default_gpus = quote.gpus_quoted if result.training_run is not None else 1
     gpus_per_job = _count(result, FigureMetric.GPUS_PER_REPLICA) or default_gpus
     nodes_per_job = _count(result, FigureMetric.NODES_PER_REPLICA) or -(-gpus_per_job // max(quote.gpus_per_node, 1))
-    interconnect = quote.interconnect_inter_node if nodes_per_job > 1 else quote.interconnect_intra_node
+    answers = {answer.question.code: answer for answer in quote.answers.all()}
+    acceptance = result.inputs.get(FigureMetric.QUALITY_ACCEPTANCE)
+    months = commitment_months(candidate)
     evidence = {
         "has_benchmark_evidence": result.has_benchmark_evidence,
         "tested_context_tokens": _count(result, FigureMetric.TESTED_CONTEXT_TOKENS),
         "tested_concurrency": _count(result, FigureMetric.TESTED_CONCURRENCY),
         "gpus_per_job": gpus_per_job,
         "nodes_per_job": nodes_per_job,
-        "has_interconnect_data": bool(interconnect.strip()),
-        "has_interconnect_test": FigureMetric.INTERCONNECT_BUS_BANDWIDTH_GBPS in result.inputs,
-        "commitment_months": commitment_months(candidate),
+        "measured_bus_bandwidth_gbps": result.measured_value(FigureMetric.INTERCONNECT_BUS_BANDWIDTH_GBPS),
+        "waived_rules": tuple(sorted({waiver.rule for waiver in candidate.mistake_waivers.all()})),
+        "commitment_months": months,
+        "is_commitment": months is not None or candidate.kind == CandidateKind.PURCHASE
+        or quote.billing_model == kinds.BillingModel.RESERVED or quote.commercial_model == CommercialModel.RESERVED,
+        "has_sourced_acceptance": (
+            result.measured(FigureMetric.QUALITY_ACCEPTANCE) is not None
+            or (acceptance is not None and acceptance.source == FigureSource.QUOTED
+                and bool(acceptance.reference.strip()))
+            or (candidate.quality_acceptance is not None and bool(candidate.quality_acceptance_source.strip()))
+        ),
+        "unowned_operations": tuple(
+            line for code, line, *_texts in checklist_data.OWNERSHIP_LINES
+            if code not in answers or not checklist_data.names_an_owner(answers[code].status, answers[code].value)
+        ),
     }
     if result.row is not None:
         return mistakes.CandidateFacts.from_row(result.row, **evidence)
@@ -757,16 +778,20 @@ def candidate_facts(result: CandidateResult) -> mistakes.CandidateFacts:
 
 
 def workload_facts(summary: WorkloadSummary) -> mistakes.WorkloadFacts:
+    rate = summary.quality_acceptance_rate
     return mistakes.WorkloadFacts(
         p95_context_tokens=summary.p95_context_tokens,
         peak_concurrency=summary.peak_concurrency,
         has_acceptance_criteria=summary.has_acceptance_criteria,
         model_expected_life_months=summary.model_expected_life_months,
+        quality_acceptance_rate=rate,
+        quality_acceptance_sourced=rate is not None and bool((summary.quality_acceptance_source or "").strip()),
     )
 
 
 def rule_results(situation: mistakes.Situation, labels: dict[str, str]) -> list[RuleResult]:
-    """The six rules in the guide's order, each with its findings, in the active language."""
+    """The rules in the guide's order (the six mistakes, then its closing rule), each with its findings, in the
+    active language."""
     results = []
     for rule in mistakes.RULES:
         findings = tuple(

@@ -3,11 +3,17 @@
 The question texts follow the guide's "procurement checklist" (its four groups); admins may reword them, switch them
 off, or change which tiers require them in the Django admin.
 
-Loaded by migration 0002 and again after a database flush (QuotesConfig.ready); `load` takes the app registry it is
-given (a migration's historical one, or the live one) and is idempotent.
+The ten "who owns it" lines of the guide's mistake 5 (drivers, CUDA, containers, model server, autoscaling, quotas,
+logging, alerts, incidents, spend reporting) are questions too: each is answered with its owner (our team, the
+vendor, or a named person). They sit in the software group and in no commitment tier: the comparison's mistake 5
+raises a self-operated candidate while any of them names no owner (`names_an_owner`).
+
+Loaded by migration 0002 and again after each migrate or database flush (QuotesConfig.ready), so a database that
+predates a question gets it; `load` takes the app registry it is given (a migration's historical one, or the live one)
+and is idempotent.
 """
 
-QUESTIONS = [
+PROCUREMENT_QUESTIONS = [
     # (code, group, English, French, Indonesian)
     ("gpu-model-memory-node", "hardware",
      "Exact GPU model, memory capacity, node form factor and number of GPUs per node.",
@@ -92,6 +98,81 @@ QUESTIONS = [
      "Anggaran per tim, kuota, tag, serta dukungan chargeback/showback."),
 ]
 
+# (code, the line as the comparison names it, English, French, Indonesian): the guide's mistake 5, one owner per line.
+OWNERSHIP_LINES = [
+    ("owner-drivers", "drivers",
+     "Who owns the GPU drivers (install, patch, upgrade)? Name the owner: our team, the vendor, or a person.",
+     "Qui gère les pilotes GPU (installation, correctifs, mises à niveau) ? Nommez le responsable : notre équipe, "
+     "le fournisseur ou une personne.",
+     "Siapa yang bertanggung jawab atas driver GPU (instalasi, patch, pembaruan)? Sebutkan pemiliknya: tim kami, "
+     "vendor, atau seseorang."),
+    ("owner-cuda", "CUDA",
+     "Who owns the CUDA stack (CUDA, cuDNN, NCCL versions)? Name the owner: our team, the vendor, or a person.",
+     "Qui gère la pile CUDA (versions de CUDA, cuDNN, NCCL) ? Nommez le responsable : notre équipe, le fournisseur "
+     "ou une personne.",
+     "Siapa yang bertanggung jawab atas stack CUDA (versi CUDA, cuDNN, NCCL)? Sebutkan pemiliknya: tim kami, "
+     "vendor, atau seseorang."),
+    ("owner-containers", "containers",
+     "Who owns the container images and runtime? Name the owner: our team, the vendor, or a person.",
+     "Qui gère les images et le runtime de conteneurs ? Nommez le responsable : notre équipe, le fournisseur ou une "
+     "personne.",
+     "Siapa yang bertanggung jawab atas image dan runtime container? Sebutkan pemiliknya: tim kami, vendor, atau "
+     "seseorang."),
+    ("owner-model-server", "model server",
+     "Who owns the model server (vLLM, SGLang, TensorRT-LLM, Triton…)? Name the owner: our team, the vendor, or a "
+     "person.",
+     "Qui gère le serveur de modèles (vLLM, SGLang, TensorRT-LLM, Triton…) ? Nommez le responsable : notre équipe, "
+     "le fournisseur ou une personne.",
+     "Siapa yang bertanggung jawab atas server model (vLLM, SGLang, TensorRT-LLM, Triton…)? Sebutkan pemiliknya: "
+     "tim kami, vendor, atau seseorang."),
+    ("owner-autoscaling", "autoscaling",
+     "Who owns autoscaling? Name the owner: our team, the vendor, or a person.",
+     "Qui gère l’autoscaling ? Nommez le responsable : notre équipe, le fournisseur ou une personne.",
+     "Siapa yang bertanggung jawab atas autoscaling? Sebutkan pemiliknya: tim kami, vendor, atau seseorang."),
+    ("owner-quotas", "quotas",
+     "Who owns the GPU quotas? Name the owner: our team, the vendor, or a person.",
+     "Qui gère les quotas de GPU ? Nommez le responsable : notre équipe, le fournisseur ou une personne.",
+     "Siapa yang bertanggung jawab atas kuota GPU? Sebutkan pemiliknya: tim kami, vendor, atau seseorang."),
+    ("owner-logging", "logging",
+     "Who owns logging? Name the owner: our team, the vendor, or a person.",
+     "Qui gère la journalisation ? Nommez le responsable : notre équipe, le fournisseur ou une personne.",
+     "Siapa yang bertanggung jawab atas logging? Sebutkan pemiliknya: tim kami, vendor, atau seseorang."),
+    ("owner-alerts", "alerts",
+     "Who owns the alerts (and answers them)? Name the owner: our team, the vendor, or a person.",
+     "Qui gère les alertes (et y répond) ? Nommez le responsable : notre équipe, le fournisseur ou une personne.",
+     "Siapa yang bertanggung jawab atas peringatan (dan menanggapinya)? Sebutkan pemiliknya: tim kami, vendor, atau "
+     "seseorang."),
+    ("owner-incidents", "incidents",
+     "Who owns incidents? Name the owner: our team, the vendor, or a person.",
+     "Qui gère les incidents ? Nommez le responsable : notre équipe, le fournisseur ou une personne.",
+     "Siapa yang bertanggung jawab atas insiden? Sebutkan pemiliknya: tim kami, vendor, atau seseorang."),
+    ("owner-spend-reporting", "spend reporting",
+     "Who owns spend reporting? Name the owner: our team, the vendor, or a person.",
+     "Qui gère le reporting des dépenses ? Nommez le responsable : notre équipe, le fournisseur ou une personne.",
+     "Siapa yang bertanggung jawab atas pelaporan biaya? Sebutkan pemiliknya: tim kami, vendor, atau seseorang."),
+]
+OWNERSHIP_CODES = tuple(code for code, *_rest in OWNERSHIP_LINES)
+OWNERSHIP_GROUP = "software"
+
+QUESTIONS = [
+    *PROCUREMENT_QUESTIONS,
+    *((code, OWNERSHIP_GROUP, text_en, text_fr, text_id) for code, _line, text_en, text_fr, text_id in OWNERSHIP_LINES),
+]
+
+#: Answers that name nobody: an ownership line answered with one of these has no owner.
+NO_OWNER = frozenset({
+    "", "-", "--", "?", "??", "none", "nobody", "no one", "noone", "no owner", "n/a", "na", "tbd", "tba", "todo",
+    "unknown", "unassigned", "to be decided", "to be defined", "personne", "aucun", "inconnu", "à définir",
+    "tidak ada", "belum ada", "tidak diketahui",
+})
+
+
+def names_an_owner(status: str, value: str) -> bool:
+    """An ownership line is owned when it is answered ("answered", not "not provided" nor "not applicable") with a
+    name: the team, the vendor or a person, not a placeholder such as "TBD" or "nobody"."""
+    return status == "answered" and " ".join((value or "").split()).strip(" .").lower() not in NO_OWNER
+
+
 # The larger the commitment, the more evidence (the guide): each tier adds questions; the top one wants evidence.
 TIERS = [
     # (English, French, Indonesian, from a commitment of (USD), evidence required, question codes)
@@ -101,7 +182,7 @@ TIERS = [
      ["interconnect", "node-shape", "placement", "software-versions", "access-model", "usage-export",
       "network-boundary", "iam-audit", "data-retention"]),
     ("Commitment from 100,000 USD", "Engagement à partir de 100 000 USD", "Komitmen mulai 100.000 USD", "100000",
-     True, [code for code, *_rest in QUESTIONS]),
+     True, [code for code, *_rest in PROCUREMENT_QUESTIONS]),
 ]
 
 

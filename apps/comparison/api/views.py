@@ -1,5 +1,6 @@
 """The comparison API under /api/v1/comparisons/: the comparison of a workload version, read by every role of the
-owning team (finance included). Another team's workload answers 404.
+owning team (finance included), and the waivers of the mistakes check (`waivers/`: every role reads, platform and
+admin record one). Another team's workload or candidate answers 404 (or is refused as unknown).
 
 A bad input never makes the comparison fail: the answer lists it under "errors", naming the candidate and the field.
 One refusal is whole: a comparison that would mix two units with no conversion between them answers 400, the
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, viewsets
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.permissions import HasAnyRole
+from apps.accounts.permissions import HasAnyRole, ReadAnyRoleWritePlatform
 from apps.common.errors import DetailedValidationError
-from apps.comparison import exports
+from apps.comparison import exports, services
 from apps.comparison.api import serializers
+from apps.comparison.models import MistakeWaiver
 from apps.comparison.selectors import comparison_for, summary_get
 
 
@@ -45,3 +48,26 @@ class ComparisonView(APIView):
                 details={"errors": [problem.to_dict() for problem in mismatches]},
             )
         return Response(exports.comparison_data(comparison))
+
+
+class MistakeWaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                           viewsets.GenericViewSet):
+    """Waivers of a rule of the mistakes check for one candidate (today: mistake 3, interconnect, for a multi-GPU
+    candidate without a measured all-reduce test). The person who sends it is the one who waives; `reason` says why.
+    `?candidate=<id>` lists one candidate's."""
+
+    serializer_class = serializers.MistakeWaiverSerializer
+    permission_classes = [ReadAnyRoleWritePlatform]
+
+    def get_queryset(self):
+        waivers = MistakeWaiver.objects.for_user(self.request.user).select_related("waived_by").order_by("pk")
+        candidate = self.request.query_params.get("candidate")
+        if candidate is not None:
+            waivers = waivers.filter(candidate_id=candidate) if candidate.isdigit() else waivers.none()
+        return waivers
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = services.mistake_waiver_create(
+            actor=self.request.user, candidate=data["candidate"], rule=data["rule"], reason=data["reason"]
+        )

@@ -116,7 +116,7 @@ def test_json_lists_inputs_and_mistakes(client, team, platform_user, example):
     assert capacity == {"metric": "capacity_at_slo", "value": "5", "capacity_unit": "requests_per_second",
                         "source": "measured", "reference": f"job:{example.a.pk}01", "estimated_by": "",
                         "estimate_reason": ""}
-    assert [rule["number"] for rule in data["mistakes"]] == [1, 2, 3, 4, 5, 6]
+    assert [rule["number"] for rule in data["mistakes"]] == [1, 2, 3, 4, 5, 6, 7]
     assert data["demand"]["accepted_outputs"] == "20000000.00"
     assert data["sensitivity"]["candidate_id"] == example.b.pk
     assert data["break_even"]["reserve_vs_on_demand_utilisation"].startswith("1.16666")

@@ -1,5 +1,5 @@
-"""The six common mistakes: each raised by a case built to trigger it and by no clean case; texts in English, with
-their French and Indonesian in the catalogs."""
+"""The six common mistakes and the guide's closing rule: each raised by a case built to trigger it and by no clean
+case, and none passed by a typed claim; texts in English, with their French and Indonesian in the catalogs."""
 
 import dataclasses
 import re
@@ -15,6 +15,7 @@ from apps.comparison.cost_model import normalize
 from apps.comparison.mistakes import (
     RULES,
     RULES_BY_CODE,
+    WAIVABLE_RULES,
     CandidateFacts,
     Situation,
     WorkloadFacts,
@@ -27,7 +28,8 @@ D = Decimal
 
 def clean_workload(**changes):
     workload = WorkloadFacts(p95_context_tokens=8192, peak_concurrency=64, has_acceptance_criteria=True,
-                             model_expected_life_months=D(18))
+                             model_expected_life_months=D(18), quality_acceptance_rate=D("0.95"),
+                             quality_acceptance_sourced=True)
     return dataclasses.replace(workload, **changes)
 
 
@@ -73,6 +75,7 @@ TRIGGERS = {
     "no_platform_ownership": lambda: clean_situation(candidates=(clean_gpu(platform_labor=D(0)), clean_api())),
     "bought_for_todays_model": lambda: clean_situation(candidates=(clean_gpu(commitment_months=D(36)),
                                                                    clean_api())),
+    "committed_without_api_comparison": lambda: clean_situation(candidates=(clean_gpu(is_commitment=True),)),
 }
 
 
@@ -178,19 +181,88 @@ def test_multi_gpu_work_without_interconnect_evidence_is_raised(changes, reason)
     assert (finding.code, finding.reason) == ("interconnect_ignored", reason)
 
 
-@pytest.mark.parametrize("evidence", [{"has_interconnect_data": True}, {"has_interconnect_test": True}])
-def test_multi_node_work_with_interconnect_data_or_test_is_clean(evidence):
+@pytest.mark.parametrize("evidence", [{"measured_bus_bandwidth_gbps": D("182.5")},
+                                      {"waived_rules": ("interconnect_ignored",)}])
+def test_multi_node_work_with_a_measured_all_reduce_or_a_waiver_is_clean(evidence):
     candidate = clean_gpu(gpus_per_job=16, nodes_per_job=2, **evidence)
     assert check_mistakes(clean_situation(candidates=(candidate,))) == ()
 
 
-# --- 4, 5, 6 ----------------------------------------------------------------------------------------------------
+def test_what_the_quote_says_of_its_interconnect_is_no_fact_of_the_check():
+    # The quote's interconnect text used to pass mistake 3 ("has_interconnect_data"): it is no longer a fact at all.
+    names = {item.name for item in dataclasses.fields(CandidateFacts)}
+    assert not names & {"has_interconnect_data", "has_interconnect_test"}
+    (finding,) = check_mistakes(clean_situation(candidates=(clean_gpu(gpus_per_job=8),)))
+    assert "no measured all-reduce bus bandwidth and no recorded waiver" in finding.message()
+
+
+def test_a_waiver_of_another_rule_does_not_waive_interconnect():
+    candidate = clean_gpu(gpus_per_job=8, waived_rules=("memory_fit_yes_no",))
+    assert codes(clean_situation(candidates=(candidate,))) == {"interconnect_ignored"}
+
+
+def test_only_interconnect_is_waivable():
+    assert WAIVABLE_RULES == ("interconnect_ignored",)
+
+
+# --- 4: generated, not accepted ---------------------------------------------------------------------------------
 
 
 def test_no_acceptance_criteria_is_raised_once_for_the_comparison():
-    findings = check_mistakes(clean_situation(workload=clean_workload(has_acceptance_criteria=False)))
+    workload = clean_workload(has_acceptance_criteria=False, quality_acceptance_rate=None,
+                              quality_acceptance_sourced=False)
+    findings = check_mistakes(clean_situation(workload=workload))
     assert [(f.code, f.reason, f.candidate_id) for f in findings] == [
         ("generated_not_accepted", "no_acceptance_criteria", None)]
+    assert codes(Situation(workload=workload, candidates=())) == {"generated_not_accepted"}
+
+
+def test_a_bare_workload_acceptance_rate_without_its_source_is_raised():
+    findings = check_mistakes(clean_situation(workload=clean_workload(quality_acceptance_sourced=False)))
+    assert [(f.code, f.reason, f.candidate_id) for f in findings] == [
+        ("generated_not_accepted", "acceptance_unsourced", None)]
+    assert "(0.95) cites no source" in findings[0].message()
+
+
+def test_candidates_with_measured_or_sourced_acceptance_need_no_workload_rate():
+    workload = clean_workload(has_acceptance_criteria=False, quality_acceptance_rate=None,
+                              quality_acceptance_sourced=False)
+    candidates = (clean_gpu(has_sourced_acceptance=True), clean_api(has_sourced_acceptance=True))
+    assert check_mistakes(clean_situation(workload=workload, candidates=candidates)) == ()
+
+
+def test_a_candidate_without_sourced_acceptance_is_raised_when_others_have_one():
+    workload = clean_workload(quality_acceptance_sourced=False)
+    candidates = (clean_gpu(has_sourced_acceptance=True), clean_api())
+    findings = check_mistakes(clean_situation(workload=workload, candidates=candidates))
+    assert [(f.code, f.reason, f.candidate_id) for f in findings] == [
+        ("generated_not_accepted", "candidate_acceptance_unsourced", "C")]
+
+
+# --- 5: platform ownership --------------------------------------------------------------------------------------
+
+
+def test_self_operated_candidates_with_an_unowned_operations_line_are_raised():
+    unowned = ("autoscaling", "spend reporting")
+    candidates = (clean_gpu(unowned_operations=unowned),
+                  clean_gpu(id="P", label="Bought H200", kind="purchase", unowned_operations=unowned),
+                  clean_api(unowned_operations=unowned))
+    findings = check_mistakes(clean_situation(candidates=candidates))
+    assert [(f.code, f.reason, f.candidate_id) for f in findings] == [
+        ("no_platform_ownership", "unowned_operations", "B"), ("no_platform_ownership", "unowned_operations", "P")]
+    assert findings[0].message() == (
+        "Provider B H200 runs on GPUs you operate, yet 2 operations lines name no owner (the team, the vendor or a "
+        "person): autoscaling, spend reporting."
+    )
+
+
+def test_platform_labor_priced_does_not_stand_for_the_owners():
+    # The old check passed any self-operated candidate that carried some platform labor.
+    candidate = clean_gpu(platform_labor=D("1800.00"), unowned_operations=("drivers",))
+    assert codes(clean_situation(candidates=(candidate, clean_api()))) == {"no_platform_ownership"}
+
+
+# --- 6 ----------------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("labor", [D(0), None])
@@ -217,6 +289,35 @@ def test_commitment_within_the_model_life_or_without_a_stated_life_is_clean(work
     assert check_mistakes(situation) == ()
 
 
+# --- 7: a commitment never compared with a model/API route ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kind", "reason"), [("gpu", "reserve_without_api"), ("purchase", "purchase_without_api")])
+def test_a_chosen_reservation_or_purchase_without_an_api_route_is_raised(kind, reason):
+    situation = clean_situation(candidates=(clean_gpu(kind=kind, is_commitment=True),))
+    (finding,) = check_mistakes(situation)
+    assert (finding.code, finding.reason, finding.candidate_id, finding.severity) == (
+        "committed_without_api_comparison", reason, "B", "warning")
+    assert RULES_BY_CODE[finding.code].number == 7
+
+
+def test_an_api_route_that_could_not_be_costed_is_no_comparison():
+    situation = clean_situation(candidates=(clean_gpu(is_commitment=True), clean_api(effective_unit_cost=None)))
+    assert codes(situation) == {"committed_without_api_comparison"}
+
+
+def test_a_commitment_compared_with_a_costed_api_route_is_clean():
+    assert check_mistakes(clean_situation(candidates=(clean_gpu(is_commitment=True), clean_api()))) == ()
+
+
+def test_without_a_choice_each_commitment_gets_a_note_and_a_chosen_rental_none():
+    candidates = (clean_gpu(is_commitment=True), clean_gpu(id="O", label="On demand"),
+                  clean_gpu(id="P", kind="purchase", is_commitment=True))
+    findings = check_mistakes(clean_situation(candidates=candidates, chosen_id=None))
+    assert [(f.candidate_id, f.severity) for f in findings] == [("B", "note"), ("P", "note")]
+    assert check_mistakes(clean_situation(candidates=candidates, chosen_id="O")) == ()
+
+
 # --- texts ------------------------------------------------------------------------------------------------------
 
 
@@ -225,8 +326,21 @@ def placeholders(text):
 
 
 def test_rules_follow_the_guide_order_with_unique_codes():
-    assert [rule.number for rule in RULES] == [1, 2, 3, 4, 5, 6]
-    assert len(RULES_BY_CODE) == 6
+    assert [rule.number for rule in RULES] == [1, 2, 3, 4, 5, 6, 7]
+    assert len(RULES_BY_CODE) == 7
+
+
+#: Texts written after the last catalog update: the translators add them (the test then asks to drop them here).
+PENDING_TRANSLATION = {
+    RULES_BY_CODE["interconnect_ignored"].reasons["multi_gpu"],
+    RULES_BY_CODE["interconnect_ignored"].reasons["multi_node"],
+    RULES_BY_CODE["generated_not_accepted"].reasons["acceptance_unsourced"],
+    RULES_BY_CODE["generated_not_accepted"].reasons["candidate_acceptance_unsourced"],
+    RULES_BY_CODE["no_platform_ownership"].reasons["unowned_operations"],
+    RULES_BY_CODE["committed_without_api_comparison"].title,
+    RULES_BY_CODE["committed_without_api_comparison"].explanation,
+    *RULES_BY_CODE["committed_without_api_comparison"].reasons.values(),
+}
 
 
 def in_language(language, render, *arguments):
@@ -239,6 +353,9 @@ def in_language(language, render, *arguments):
 def test_every_text_is_translated_with_the_same_placeholders(rule, language):
     for text in (rule.title, rule.explanation, *rule.reasons.values()):
         translated = in_language(language, gettext, text)
+        if text in PENDING_TRANSLATION:
+            assert translated == text, f"{language}: {text!r} is translated now: drop it from PENDING_TRANSLATION"
+            continue
         assert translated.strip() and translated != text, f"{language}: {text!r} is not translated"
         assert placeholders(translated) == placeholders(text), text
 

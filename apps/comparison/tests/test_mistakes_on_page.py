@@ -1,5 +1,6 @@
-"""Each of the six mistakes is raised on the comparison page by a case built to trigger it, and none is raised by a
-clean case (the pure checks are tested in test_mistakes.py; this is the page, fed from real records)."""
+"""Each of the six mistakes (and the guide's closing rule) is raised on the comparison page by a case built to trigger
+it, and none is raised by a clean case (the pure checks are tested in test_mistakes.py; this is the page, fed from real
+records)."""
 
 import re
 
@@ -11,7 +12,7 @@ from apps.comparison.tests.builders import api_candidate, gpu_candidate, measure
 
 pytestmark = pytest.mark.django_db
 RULES = ["chose_by_hourly_rate", "memory_fit_yes_no", "interconnect_ignored", "generated_not_accepted",
-         "no_platform_ownership", "bought_for_todays_model"]
+         "no_platform_ownership", "bought_for_todays_model", "committed_without_api_comparison"]
 
 
 def _build(team, actor, *, case: str = "clean"):
@@ -25,7 +26,7 @@ def _build(team, actor, *, case: str = "clean"):
     options = {}
     if case == "no_platform_ownership":
         options["labor_hours"] = ""
-    if case == "bought_for_todays_model":
+    if case in ("bought_for_todays_model", "committed_without_api_comparison"):
         options.update(commercial_model="reserved", committed_hours="730", term_months=12)
     main = gpu_candidate(team, actor, summary, label="A H100", price="3.00", capacity="5", **options)
     if case != "memory_fit_yes_no":
@@ -33,7 +34,8 @@ def _build(team, actor, *, case: str = "clean"):
         measured(main, actor, "tested_concurrency", str(summary.peak_concurrency), "job:7002")
     if case == "interconnect_ignored":
         measured(main, actor, "gpus_per_replica", "2", "job:7003")
-    api_candidate(team, actor, summary, label="C API")
+    if case != "committed_without_api_comparison":
+        api_candidate(team, actor, summary, label="C API")
     if case == "chose_by_hourly_rate":
         cheaper_output = gpu_candidate(team, actor, summary, label="B H200", price="3.50", capacity="9",
                                        gpu_name="NVIDIA H200")

@@ -20,7 +20,7 @@ def test_the_checklist_page_lists_the_four_groups_and_the_missing_answers(client
     html = client_for(platform_user).get(reverse("quotes:quote-checklist", args=[priced_quote.pk])).content.decode()
     for group in ("hardware", "software", "commercial", "security"):
         assert f'id="section-{group}"' in html
-    assert "0 of 20 questions answered" in html
+    assert "0 of 30 questions answered" in html
     assert "This quote cannot back a candidate yet." in html
     assert ChecklistQuestion.objects.get(code="idle-capacity-billing").text_en in html
 
@@ -40,7 +40,7 @@ def test_an_htmx_save_returns_the_section_and_the_new_progress(client_for, price
     html = response.content.decode()
     assert html.lstrip().startswith('<section class="checklist-section card" id="section-hardware">')
     assert 'id="checklist-progress" hx-swap-oob="true"' in html
-    assert "3 of 20 questions answered" in html
+    assert "3 of 30 questions answered" in html
     assert "Saved." in html
     answers = {answer.question.code: answer.status for answer in ChecklistAnswer.objects.filter(quote=priced_quote)}
     assert answers == {"gpu-model-memory-node": "answered", "interconnect": "not_provided",

@@ -46,7 +46,7 @@ def make_reserved(quote, user, *, hourly="2.50", hours="730", months=12):
 def test_the_guide_four_groups_are_seeded_in_three_languages(db):
     questions = ChecklistQuestion.objects.all()
     assert {question.group for question in questions} == set(ChecklistGroup.values)
-    assert questions.count() == 20
+    assert questions.count() == 30  # the 20 of the procurement checklist and the 10 owners of mistake 5
     for question in questions:
         assert question.text_en and question.text_fr and question.text_id
         assert len({question.text_en, question.text_fr, question.text_id}) == 3
@@ -68,7 +68,7 @@ def test_answers_can_be_a_value_not_provided_or_not_applicable(quote, platform_u
     answer(quote, platform_user, "node-shape", status=AnswerStatus.NOT_PROVIDED, value="")
     answer(quote, platform_user, "placement", status=AnswerStatus.NOT_APPLICABLE, value="")
     progress = selectors.checklist_progress(quote)
-    assert (progress.answered, progress.total) == (3, 20)
+    assert (progress.answered, progress.total) == (3, 30)
 
 
 def test_an_answered_question_needs_its_value(quote, platform_user):
@@ -165,3 +165,13 @@ def test_a_purchase_commits_its_capital_cost(team, vendor, gpu, platform_user):
 def test_the_policy_is_data_an_admin_can_change(priced_quote, platform_user):
     CommitmentTier.objects.filter(minimum_commitment="0").get().required_questions.clear()
     assert selectors.policy_check(priced_quote).ok
+
+
+def test_the_owners_of_mistake_5_are_questions_of_no_commitment_tier(db):
+    from apps.quotes import checklist_data
+    from apps.quotes.models import CommitmentTier
+
+    owners = ChecklistQuestion.objects.filter(code__in=checklist_data.OWNERSHIP_CODES)
+    assert owners.count() == 10
+    assert {question.group for question in owners} == {checklist_data.OWNERSHIP_GROUP}
+    assert not CommitmentTier.objects.filter(required_questions__in=owners).exists()

@@ -29,7 +29,7 @@ def test_a_quote_reads_with_its_prices_freshness_checklist_and_policy(api, price
     assert body["current_prices"]["list_price"]["amount"] == "3.50"
     assert body["current_prices"]["list_price"]["source_reference"] == "https://acme.test/pricing"
     assert body["freshness"] == "fresh"
-    assert body["checklist"] == {"answered": 0, "total": 20}
+    assert body["checklist"] == {"answered": 0, "total": 30}
     assert body["policy"]["met"] is False
     assert {item["question"] for item in body["policy"]["missing"]} >= {"commercial-model"}
 
