@@ -6,7 +6,6 @@ A bad input never makes the comparison fail: the answer lists it under "errors",
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,8 +23,13 @@ class ComparisonView(APIView):
 
     @extend_schema(
         parameters=[serializers.ComparisonQuerySerializer],
-        responses=OpenApiTypes.OBJECT,
-        description="Every figure exact (a decimal string) with its provenance; bad inputs are listed in `errors`.",
+        responses=serializers.ComparisonSerializer,
+        description=(
+            "Every figure exact (a decimal string: plain notation, never an exponent, zero as \"0\", at most 30 "
+            "significant digits) with its provenance, and the same figures as shown in each `display` object (money "
+            "to the currency's minor unit, unit costs and quantities to six significant digits). Database ids are "
+            "ints. Bad inputs are listed in `errors`. See docs/api.md, \"Comparison figures\"."
+        ),
     )
     def get(self, request, pk: int):
         query = serializers.ComparisonQuerySerializer(data=request.query_params)
