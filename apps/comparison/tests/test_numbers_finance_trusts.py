@@ -15,7 +15,9 @@ from django.urls import reverse
 from apps.common import money
 from apps.comparison.exports import LINES_SHEET, TABLE_SHEET
 from apps.comparison.selectors import comparison_for
+from apps.comparison.tests.builders import workload
 from apps.comparison.tests.spreadsheet import columns, recalculate, row_of
+from apps.comparison.tests.test_training_comparison import TRAINING_WORKLOAD, _cluster
 from apps.comparison.tests.test_xlsx_recalculation import _other_models
 
 pytestmark = pytest.mark.django_db
@@ -164,3 +166,24 @@ def test_the_stored_values_are_what_a_spreadsheet_computes(client, platform_user
                     ours = Decimal(repr(stored[sheet][cell.coordinate].value))
                     theirs = Decimal(repr(computed[sheet][cell.coordinate].value))
                     assert abs(ours - theirs) <= abs(theirs) * Decimal("1e-9"), (sheet, cell.coordinate, ours, theirs)
+
+
+def test_the_training_workbook_stores_the_cost_per_run(client, team, platform_user, tmp_path):
+    summary = workload(team, **TRAINING_WORKLOAD)
+    # 50e9 tokens at 70,000 tokens/s: 198.41269841… compute hours, a quotient with no exact decimal form.
+    a = _cluster(team, platform_user, summary, label="A 16× H100", price="3.00", gpus_per_node=8, node_count=2,
+                 throughput="70000", commercial_model="on_demand")
+    b = _cluster(team, platform_user, summary, label="B 8× H100", price="2.60", gpus_per_node=8, node_count=1,
+                 throughput="28000", commercial_model="on_demand")
+    path = _download(client, platform_user, summary, tmp_path)
+    formulas, values = openpyxl.load_workbook(path)[TABLE_SHEET], openpyxl.load_workbook(path, data_only=True)
+    table, header = values[TABLE_SHEET], columns(values[TABLE_SHEET])
+    rows = {result.candidate.pk: result.training_row for result in
+            comparison_for(platform_user, summary).training_rows}
+    for candidate in (a, b):
+        number = row_of(table, candidate.pk)
+        cell = f"{header['cost per completed run']}{number}"
+        assert str(formulas[cell].value).startswith("=")
+        assert money.round_to_minor_unit(Decimal(repr(table[cell].value)), "USD") == \
+            money.round_to_minor_unit(rows[candidate.pk].cost_per_completed_run, "USD")
+        assert table[f"{header['checkpoints']}{number}"].value == rows[candidate.pk].checkpoints
