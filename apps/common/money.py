@@ -21,6 +21,8 @@ The rule (every comparison figure goes through `exact()` or `shown()`):
   - `QUANTITY`, everything else (hours, outputs, requests, shares, rates, ratios, months, tokens):
     `QUANTITY_SIGNIFICANT_DIGITS` (6) significant digits, half-even, trailing zeros dropped, integer digits kept
     (730.0000000000000000000000000000001 → `730`, 0.50735667… → `0.507357`, 9736512500.000… → `9736512500`).
+  - a share written as a percentage (`percent()`, "idle capacity is 49.3 % of the GPU cost"):
+    `PERCENT_DECIMALS` (1) decimal, half-even.
   None of them is ever written with an exponent.
 """
 
@@ -74,6 +76,9 @@ UNIT_PRICE_SIGNIFICANT_DIGITS = 6
 
 #: Hours, outputs, shares and other quantities are shown with this many significant digits.
 QUANTITY_SIGNIFICANT_DIGITS = 6
+
+#: A share written as a percentage keeps this many decimals.
+PERCENT_DECIMALS = 1
 
 #: An exact figure is written with at most this many significant digits (the cost model computes with 34; the last
 #: ones carry a quotient's rounding).
@@ -266,3 +271,11 @@ def shown(value: Decimal | int | str | None, kind: FigureKind | str, currency: s
     if rounded.is_zero():
         return format(abs(rounded), "f")
     return format(rounded, "f")
+
+
+def percent(share: Decimal | int | str) -> Decimal:
+    """A share (0.4926…) as the percentage shown, to `PERCENT_DECIMALS` decimals half-even (49.3); zero as 0.0."""
+    with localcontext() as context:
+        context.prec = _EXACT_PRECISION
+        value = (to_decimal(share) * 100).quantize(Decimal(1).scaleb(-PERCENT_DECIMALS), rounding=ROUND_HALF_EVEN)
+    return abs(value) if value.is_zero() else value

@@ -58,7 +58,7 @@ def _money(amount: Decimal, currency: str) -> str:
 
 
 def _percent(value) -> str:
-    return _show((Decimal(value) * 100).quantize(Decimal("0.1"))) + " %"
+    return _show(money.percent(value)) + " %"
 
 
 def note_text(note: cost_model.Note, currency: str) -> str:

@@ -76,3 +76,10 @@ def test_no_figure_is_ever_written_with_an_exponent(value, kind, currency):
     for written in (money.exact(value), money.shown(value, kind, currency)):
         assert "E" not in written and "e" not in written
         assert Decimal(written) == Decimal(written)  # a decimal number a spreadsheet or a parser reads back
+
+
+@pytest.mark.parametrize(("share", "shown"), [
+    (Decimal("0.4926433282597666159309994926433283"), "49.3"), (Decimal("0E-30"), "0.0"), (Decimal("1"), "100.0"),
+])
+def test_a_share_is_shown_as_a_percentage_with_one_decimal(share, shown):
+    assert format(money.percent(share), "f") == shown
