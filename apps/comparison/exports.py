@@ -62,13 +62,14 @@ def _exact_figures(data: dict) -> dict:
 
 def _display_figures(data: dict, currency: str, kind: money.FigureKind | None = None) -> dict:
     """Every Decimal of a dict as it is shown (money.shown), by each figure's kind: named by its key, or `kind` for
-    the parts of a figure (a GPU cost's parts are money, whatever they are called). Other values are left out."""
+    the parts of a figure (a GPU cost's parts are money, whatever they are called). A figure that is not there
+    (None: an API route's hourly price) is null; values that are not figures (ints, text) are left out."""
     shown = {}
     for key, value in data.items():
         this_kind = kind or money.figure_kind(key)
         if isinstance(value, Mapping):
             shown[key] = _display_figures(dict(value), currency, this_kind)
-        elif isinstance(value, Decimal):
+        elif isinstance(value, Decimal) or value is None:
             shown[key] = money.shown(value, this_kind, currency)
     return shown
 
