@@ -11,8 +11,9 @@ The rule (every comparison figure goes through `exact()` or `shown()`):
   digits of a quotient carry its rounding (1/3 × 2190 = 729.9999999999999999999999999999999), so a longer figure is
   rounded half-even to 30 digits and its trailing zeros dropped: `730.0000000000000000000000000000001` → `730`.
   A figure of 30 digits or fewer is written as computed (`6570.00`, `0.000427785`).
-* **Shown** (`shown()`, what a person reads: the pages, the API's `display` objects, the workbook's cached values
-  are the exact values), by the kind of figure (`figure_kind()` tells it from the figure's name):
+  The workbook's formula cells store the exact value as a spreadsheet number (the nearest double).
+* **Shown** (`shown()`, what a person reads: the pages and the API's `display` objects), by the kind of figure
+  (`figure_kind()` tells it from the figure's name; a figure the cost model adds later follows by its name):
   - `MONEY`, a total (GPU cost, waste, total cost, cost per completed run): rounded half up to the currency's
     minor unit (ISO 4217: JPY 0, USD 2, BHD 3), so zero is `0.00` in USD and `0` in JPY;
   - `UNIT_COST`, a unit price or unit cost (effective unit cost per accepted output, hourly price, price per token):
@@ -20,10 +21,11 @@ The rule (every comparison figure goes through `exact()` or `shown()`):
     never an integer digit rounded away (0.0008325 → `0.000832500`, 3 → `3.00000`);
   - `QUANTITY`, everything else (hours, outputs, requests, shares, rates, ratios, months, tokens):
     `QUANTITY_SIGNIFICANT_DIGITS` (6) significant digits, half-even, trailing zeros dropped, integer digits kept
-    (730.0000000000000000000000000000001 → `730`, 0.50735667… → `0.507357`, 9736512500.000… → `9736512500`).
+    (730.0000000000000000000000000000001 → `730`, 0.50735667… → `0.507357`, 9736512500.000… → `9736512500`);
   - a share written as a percentage (`percent()`, "idle capacity is 49.3 % of the GPU cost"):
     `PERCENT_DECIMALS` (1) decimal, half-even.
-  None of them is ever written with an exponent.
+
+  Totals and unit prices round half up (the rule Dossier's quote pages always used), quantities half-even. None of them is ever written with an exponent.
 """
 
 from __future__ import annotations
