@@ -25,7 +25,8 @@ The rule (every comparison figure goes through `exact()` or `shown()`):
   - a share written as a percentage (`percent()`, "idle capacity is 49.3 % of the GPU cost"):
     `PERCENT_DECIMALS` (1) decimal, half-even.
 
-  Totals and unit prices round half up (the rule Dossier's quote pages always used), quantities half-even. None of them is ever written with an exponent.
+  Totals and unit prices round half up (the rule Dossier's quote pages always used), quantities half-even. None of
+  them is ever written with an exponent.
 """
 
 from __future__ import annotations
