@@ -1,12 +1,38 @@
-"""Money as exact Decimal: ISO 4217 currencies, exact conversion, and the two ways an amount is shown.
+"""Money as exact Decimal: ISO 4217 currencies, exact conversion, and the one rule for how a figure is written.
 
-Pure Python (no Django). Amounts stay unrounded in storage, in computation and in exports; they are rounded only when
-shown: a total to its currency's minor unit, a unit price or unit cost to at least six significant digits.
+Pure Python (no Django). Amounts stay unrounded in storage and in computation; this module is the one place that
+decides how a figure is written out, on a page, in the API, in the CSV and in the workbook.
+
+The rule (every comparison figure goes through `exact()` or `shown()`):
+
+* **Exact** (`exact()`, the API's figures, the CSV, `data-exact`/`data-sort-value` on the pages): plain notation,
+  never an exponent (`2.00000E+7` → `20000000`); zero is `0` (never `0E-30`); at most
+  `EXACT_SIGNIFICANT_DIGITS` (30) significant digits. The cost model computes with 34 (IEEE decimal128) and the last
+  digits of a quotient carry its rounding (1/3 × 2190 = 729.9999999999999999999999999999999), so a longer figure is
+  rounded half-even to 30 digits and its trailing zeros dropped: `730.0000000000000000000000000000001` → `730`.
+  A figure of 30 digits or fewer is written as computed (`6570.00`, `0.000427785`).
+  The workbook's formula cells store the exact value as a spreadsheet number (the nearest double).
+* **Shown** (`shown()`, what a person reads: the pages and the API's `display` objects), by the kind of figure
+  (`figure_kind()` tells it from the figure's name; a figure the cost model adds later follows by its name):
+  - `MONEY`, a total (GPU cost, waste, total cost, cost per completed run): rounded half up to the currency's
+    minor unit (ISO 4217: JPY 0, USD 2, BHD 3), so zero is `0.00` in USD and `0` in JPY;
+  - `UNIT_COST`, a unit price or unit cost (effective unit cost per accepted output, hourly price, price per token):
+    `UNIT_PRICE_SIGNIFICANT_DIGITS` (6) significant digits, half up, never fewer decimals than the minor unit and
+    never an integer digit rounded away (0.0008325 → `0.000832500`, 3 → `3.00000`);
+  - `QUANTITY`, everything else (hours, outputs, requests, shares, rates, ratios, months, tokens):
+    `QUANTITY_SIGNIFICANT_DIGITS` (6) significant digits, half-even, trailing zeros dropped, integer digits kept
+    (730.0000000000000000000000000000001 → `730`, 0.50735667… → `0.507357`, 9736512500.000… → `9736512500`);
+  - a share written as a percentage (`percent()`, "idle capacity is 49.3 % of the GPU cost"):
+    `PERCENT_DECIMALS` (1) decimal, half-even.
+
+  Totals and unit prices round half up (the rule Dossier's quote pages always used), quantities half-even. None of
+  them is ever written with an exponent.
 """
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
+from enum import StrEnum
 
 from apps.common import decimals
 
@@ -51,6 +77,16 @@ CURRENCY_CODES: tuple[str, ...] = tuple(sorted(MINOR_UNITS))
 #: Unit prices and unit costs are shown with at least this many significant digits.
 UNIT_PRICE_SIGNIFICANT_DIGITS = 6
 
+#: Hours, outputs, shares and other quantities are shown with this many significant digits.
+QUANTITY_SIGNIFICANT_DIGITS = 6
+
+#: A share written as a percentage keeps this many decimals.
+PERCENT_DECIMALS = 1
+
+#: An exact figure is written with at most this many significant digits (the cost model computes with 34; the last
+#: ones carry a quotient's rounding).
+EXACT_SIGNIFICANT_DIGITS = 30
+
 #: Working precision for exact arithmetic: far above any product of two stored amounts (30 digits each at most).
 _EXACT_PRECISION = 80
 
@@ -92,8 +128,10 @@ def canonical(value: Decimal | int | str) -> str:
 
 def significant_digits(value: Decimal) -> int:
     """The count of significant digits of an exact decimal (trailing zeros after the point count as written)."""
-    digits = to_decimal(value).normalize().as_tuple().digits
-    return len(digits) if any(digits) else 0
+    digits = to_decimal(value).as_tuple().digits  # not normalize(): it would round to the context's 28 digits
+    if not any(digits):
+        return 0
+    return len("".join(map(str, digits)).lstrip("0"))
 
 
 def multiply(*factors: Decimal | int | str) -> Decimal:
@@ -158,3 +196,89 @@ def round_unit_price(
     if number.is_zero():
         return Decimal(0).quantize(Decimal(1).scaleb(-places))
     return decimals.significant(number, significant, rounding=ROUND_HALF_UP, coarsest_exponent=-places)
+
+
+def _plain(number: Decimal) -> str:
+    """Fixed-point notation of a finite Decimal; any zero is "0"."""
+    if number.is_zero():
+        return "0"
+    return format(number, "f")
+
+
+def exact(value: Decimal | int | str) -> str:
+    """An exact figure as written in the API and the CSV: plain notation, zero as "0", at most 30 significant digits
+    (a longer one rounded half-even and stripped of trailing zeros). 2.00000E+7 → "20000000"; 0E-30 → "0";
+    730.0000000000000000000000000000001 → "730"; 6570.00 → "6570.00"."""
+    number = to_decimal(value)
+    if number.is_zero():
+        return "0"
+    if significant_digits(number) > EXACT_SIGNIFICANT_DIGITS:
+        with localcontext() as context:
+            context.prec = _EXACT_PRECISION
+            number = decimals.significant(number, EXACT_SIGNIFICANT_DIGITS).normalize()
+    return _plain(number)
+
+
+class FigureKind(StrEnum):
+    MONEY = "money"
+    UNIT_COST = "unit_cost"
+    QUANTITY = "quantity"
+
+
+#: Words in a figure's name that make it a unit cost, then a quantity; any other named amount is money. A new figure
+#: follows the rule by its name: "..._price", "..._unit_cost" are unit costs; "..._hours", "..._share" quantities.
+UNIT_COST_WORDS = ("unit_cost", "price")
+QUANTITY_WORDS = (
+    "hours", "outputs", "requests", "share", "acceptance", "rate", "failures", "checkpoints", "margin", "tokens",
+    "months", "utilisation", "utilization", "gpus", "nodes", "budget", "throughput", "interval", "count", "ms",
+)
+
+
+def figure_kind(name: str) -> FigureKind:
+    """How a figure is shown, from its name: a unit cost (`effective_unit_cost`, `hourly_price`), a quantity
+    (`billed_hours_per_gpu`, `productive_share`, `generated_outputs`) or money (`gpu_cost`, `total_cost`, …)."""
+    words = name.lower().split("_")
+    if "unit_cost" in name or any(word in UNIT_COST_WORDS for word in words):
+        return FigureKind.UNIT_COST
+    if any(word in QUANTITY_WORDS for word in words):
+        return FigureKind.QUANTITY
+    return FigureKind.MONEY
+
+
+def round_quantity(value: Decimal | int | str, significant: int = QUANTITY_SIGNIFICANT_DIGITS) -> Decimal:
+    """A quantity as it is shown: `significant` significant digits half-even, integer digits kept, trailing zeros
+    dropped (730.0000000000000000000000000000001 → 730; 0.50735667… → 0.507357)."""
+    number = to_decimal(value)
+    if number.is_zero():
+        return Decimal(0)
+    rounded = decimals.significant(number, significant, rounding=ROUND_HALF_EVEN, coarsest_exponent=0).normalize()
+    # normalize() may leave an exponent (7.3E+2): bring it back to an integer exponent for plain printing.
+    return rounded.quantize(Decimal(1)) if rounded.as_tuple().exponent > 0 else rounded
+
+
+def round_figure(value: Decimal | int | str, kind: FigureKind | str, currency: str | None = None) -> Decimal:
+    """`value` rounded for display as its kind asks (money needs the currency; without one it is a quantity)."""
+    kind = FigureKind(kind)
+    if kind is FigureKind.MONEY and currency:
+        return round_to_minor_unit(value, currency)
+    if kind is FigureKind.UNIT_COST:
+        return round_unit_price(value, currency)
+    return round_quantity(value)
+
+
+def shown(value: Decimal | int | str | None, kind: FigureKind | str, currency: str | None = None) -> str | None:
+    """The figure as a person reads it (plain notation, no grouping: a page adds its localised separators)."""
+    if value is None:
+        return None
+    rounded = round_figure(value, kind, currency)
+    if rounded.is_zero():
+        return format(abs(rounded), "f")
+    return format(rounded, "f")
+
+
+def percent(share: Decimal | int | str) -> Decimal:
+    """A share (0.4926…) as the percentage shown, to `PERCENT_DECIMALS` decimals half-even (49.3); zero as 0.0."""
+    with localcontext() as context:
+        context.prec = _EXACT_PRECISION
+        value = (to_decimal(share) * 100).quantize(Decimal(1).scaleb(-PERCENT_DECIMALS), rounding=ROUND_HALF_EVEN)
+    return abs(value) if value.is_zero() else value

@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.utils import formats
 from django.utils.translation import gettext as _
 
-from apps.common import decimals, money
+from apps.common import money
 from apps.common.provenance import ProvenanceKind
 from apps.comparison import charts, cost_model
 from apps.comparison.selectors import CandidateResult, Comparison
@@ -44,23 +44,21 @@ def _show(value: Decimal) -> str:
 
 
 def _number(value) -> str:
-    """A figure in a sentence: whole numbers as they are, others to 6 significant digits."""
+    """A quantity in a sentence, by money.py's rule: six significant digits, integer digits kept (730.000…1 → 730)."""
     if isinstance(value, Decimal):
-        if value == value.to_integral_value():
-            return _show(value.quantize(Decimal(1)))
-        return _show(decimals.significant(value, 6).normalize())
+        return _show(money.round_quantity(value))
     return str(value)
 
 
 def _money(amount: Decimal, currency: str) -> str:
     try:
-        return _show(money.round_to_minor_unit(amount, currency))
+        return _show(money.round_figure(amount, money.FigureKind.MONEY, currency))
     except money.MoneyError:
         return _number(amount)
 
 
 def _percent(value) -> str:
-    return _show((Decimal(value) * 100).quantize(Decimal("0.1"))) + " %"
+    return _show(money.percent(value)) + " %"
 
 
 def note_text(note: cost_model.Note, currency: str) -> str:

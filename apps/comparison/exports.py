@@ -3,21 +3,34 @@ recompute the fleet, the GPU cost, the waste, the total and the effective unit c
 
 The workbook reproduces `normalize()` cell by cell (the conventions are in that module's docstring): change a price,
 a capacity or the demand in a spreadsheet and the effective unit cost follows. A spreadsheet computes in binary
-floating point, so it agrees with Dossier's exact figures to about 15 significant digits, not all 34.
+floating point, so it agrees with Dossier's exact figures to about 15 significant digits, not all 34. Each formula
+cell also stores the value Dossier computed (its cached value), so a viewer that does not recalculate shows the
+figures, not blanks or zeros.
+
+Every figure is written by apps/common/money.py's one rule: the JSON and the CSV carry exact figures
+(`money.exact`: plain notation, never `0E-30`), the JSON adds a `display` object per row with the figures as shown
+(`money.shown`: money to the currency's minor unit, unit costs to six significant digits, quantities to six
+significant digits). Database ids are ints everywhere in the JSON.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import io
+import re
+import zipfile
+from collections.abc import Mapping
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 from openpyxl import Workbook
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
+from apps.common import money
 from apps.comparison import cost_model
 from apps.comparison.selectors import CandidateResult, Comparison
 from apps.evidence.models import FigureMetric
@@ -26,15 +39,84 @@ from apps.quotes.kinds import BillingModel
 # ---------------------------------------------------------------------------------------------------------------
 # JSON
 
+QUANTITY = money.FigureKind.QUANTITY
+
 
 def _plain(value: Any) -> Any:
+    """A Decimal as its exact string (apps/common/money.exact: plain, never 0E-30); anything else as it is."""
     if isinstance(value, Decimal):
-        return str(value)
+        return money.exact(value)
     return value
+
+
+def _id(value: Any) -> int | None:
+    """A database id as the JSON's one id type: an int (the pure modules carry ids as strings)."""
+    return None if value is None or value == "" else int(value)
+
+
+def _exact_figures(data: dict) -> dict:
+    """Every Decimal of a dict (nested mappings included) as its exact string; enums as their value."""
+    return {key: _exact_figures(dict(value)) if isinstance(value, Mapping) else
+            str(value) if isinstance(value, StrEnum) else _plain(value) for key, value in data.items()}
+
+
+def _display_figures(data: dict, currency: str, kind: money.FigureKind | None = None) -> dict:
+    """Every Decimal of a dict as it is shown (money.shown), by each figure's kind: named by its key, or `kind` for
+    the parts of a figure (a GPU cost's parts are money, whatever they are called). A figure that is not there
+    (None: an API route's hourly price) is null; values that are not figures (ints, text) are left out."""
+    shown = {}
+    for key, value in data.items():
+        this_kind = kind or money.figure_kind(key)
+        if isinstance(value, Mapping):
+            shown[key] = _display_figures(dict(value), currency, this_kind)
+        elif isinstance(value, Decimal) or value is None:
+            shown[key] = money.shown(value, this_kind, currency)
+    return shown
+
+
+class _ShownParam:
+    """A note parameter in the English note text: shown by the rule with `{name}`, formatted as asked otherwise
+    (`{share:.1%}`)."""
+
+    def __init__(self, name: str, value: Decimal, currency: str):
+        self.name, self.value, self.currency = name, value, currency
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            return format(self.value, spec)
+        kind = money.FigureKind.MONEY if self.name == "amount" else money.figure_kind(self.name)
+        return money.shown(self.value, kind, self.currency) or ""
+
+
+def note_text(note: cost_model.Note, currency: str) -> str:
+    """A row note in English with its figures shown by the rule (never 2.00000E+7 or 730.000…1)."""
+    params = {name: _ShownParam(name, value, currency) if isinstance(value, Decimal) else value
+              for name, value in note.params.items()}
+    return cost_model.NOTE_TEXTS[note.code].format(**params)
+
+
+def _figure_fields(row: Any) -> dict:
+    """The figures of a row dataclass (cost_model.Row or TrainingRow) by name, whatever fields it gains."""
+    return {item.name: getattr(row, item.name) for item in dataclasses.fields(row)
+            if item.name not in ("notes", "provenance")}
+
+
+def row_data(row: cost_model.Row) -> dict:
+    """A row JSON-ready: each figure exact (a string), `display` with the figures as shown, ids as ints."""
+    figures = _figure_fields(row)
+    data = _exact_figures(figures)
+    data["candidate_id"] = _id(row.candidate_id)
+    data["display"] = _display_figures(figures, row.currency)
+    data["notes"] = [{"code": note.code, "params": _exact_figures(dict(note.params)),
+                      "text": note_text(note, row.currency)} for note in row.notes]
+    data["provenance"] = {name: [item.to_dict() for item in items] for name, items in row.provenance.items()}
+    return data
 
 
 def result_data(result: CandidateResult) -> dict:
     candidate = result.candidate
+    currency = (result.row.currency if result.row is not None
+                else result.training_row.currency if result.training_row is not None else None)
     data = {
         "candidate_id": candidate.pk,
         "label": candidate.label,
@@ -44,7 +126,7 @@ def result_data(result: CandidateResult) -> dict:
         "inputs": [
             {
                 "metric": item.metric,
-                "value": str(item.value),
+                "value": _plain(item.value),
                 "capacity_unit": item.capacity_unit,
                 "source": item.source,
                 "reference": item.reference,
@@ -55,18 +137,29 @@ def result_data(result: CandidateResult) -> dict:
         ],
         "predicted_memory_margin": _plain(result.predicted_memory_margin),
         "warnings": list(result.warnings),
-        "row": result.row.to_dict() if result.row is not None else None,
+        "row": row_data(result.row) if result.row is not None else None,
         "training_row": training_row_data(result.training_row) if result.training_row is not None else None,
         "training_hourly_price": _plain(result.training_hourly_price),
-        "error": result.problem.to_dict() if result.problem is not None else None,
+        "error": _problem_data(result.problem) if result.problem is not None else None,
+    }
+    data["display"] = {
+        "predicted_memory_margin": money.shown(result.predicted_memory_margin, money.FigureKind.QUANTITY),
+        "training_hourly_price": money.shown(result.training_hourly_price, money.FigureKind.UNIT_COST, currency),
     }
     return data
 
 
 def training_row_data(row: cost_model.TrainingRow) -> dict:
-    data = {item.name: _plain(getattr(row, item.name)) for item in dataclasses.fields(row) if item.name != "provenance"}
+    figures = _figure_fields(row)
+    data = _exact_figures(figures)
+    data["run_id"] = _id(row.run_id)
+    data["display"] = _display_figures(figures, row.currency)
     data["provenance"] = {name: [source.to_dict() for source in sources] for name, sources in row.provenance.items()}
     return data
+
+
+def _problem_data(problem) -> dict:
+    return {**problem.to_dict(), "candidate_id": _id(problem.candidate_id)}
 
 
 def comparison_data(comparison: Comparison) -> dict:
@@ -79,31 +172,31 @@ def comparison_data(comparison: Comparison) -> dict:
         "workload_summary": {"id": summary.pk, "name": summary.name, "version": summary.version},
         "currency": comparison.currency,
         "demand": None if demand is None else {
-            "accepted_outputs": str(demand.accepted_outputs),
-            "period_hours": str(demand.period_hours),
-            "peak_rate": str(demand.peak_rate),
-            "operating_hours": str(demand.operating_hours),
+            "accepted_outputs": _plain(demand.accepted_outputs),
+            "period_hours": _plain(demand.period_hours),
+            "peak_rate": _plain(demand.peak_rate),
+            "operating_hours": _plain(demand.operating_hours),
             "mode": str(demand.mode),
-            "quality_acceptance": str(demand.quality_acceptance),
+            "quality_acceptance": _plain(demand.quality_acceptance),
             "runs_per_period": demand.runs_per_period,
             "p95_latency_target_ms": _plain(demand.p95_latency_target_ms),
             "provenance": {name: item.to_dict() for name, item in demand.provenance.items()},
         },
         "training": None if comparison.training is None else {
-            "token_budget": str(comparison.training.token_budget),
-            "checkpoint_interval_hours": str(comparison.training.checkpoint_interval_hours),
-            "failures_per_gpu_hour": str(comparison.training.failures_per_gpu_hour),
+            "token_budget": _plain(comparison.training.token_budget),
+            "checkpoint_interval_hours": _plain(comparison.training.checkpoint_interval_hours),
+            "failures_per_gpu_hour": _plain(comparison.training.failures_per_gpu_hour),
             "provenance": {name: item.to_dict() for name, item in comparison.training.provenance.items()},
         },
         "exchange_rates": [
-            {"currency": rate.currency, "rate": str(rate.rate), "provenance": rate.provenance.to_dict()}
+            {"currency": rate.currency, "rate": _plain(rate.rate), "provenance": rate.provenance.to_dict()}
             for rate in comparison.exchange_rates
         ],
         "candidates": [result_data(result) for result in comparison.results],
-        "errors": [problem.to_dict() for problem in comparison.problems],
+        "errors": [_problem_data(problem) for problem in comparison.problems],
         "cheapest_per_accepted_output": cheapest.candidate.pk if cheapest else None,
         "lowest_hourly_price": lowest_hourly.candidate.pk if lowest_hourly else None,
-        "chosen": int(comparison.chosen_id) if comparison.chosen_id else None,
+        "chosen": _id(comparison.chosen_id),
         "mistakes": [
             {
                 "code": rule.rule.code,
@@ -114,7 +207,7 @@ def comparison_data(comparison: Comparison) -> dict:
                 "findings": [
                     {
                         "reason": view.finding.reason,
-                        "candidate_id": int(view.finding.candidate_id) if view.finding.candidate_id else None,
+                        "candidate_id": _id(view.finding.candidate_id),
                         "severity": view.finding.severity,
                         "message": view.message,
                     }
@@ -126,7 +219,9 @@ def comparison_data(comparison: Comparison) -> dict:
         "sensitivity": {
             "candidate_id": comparison.focus.candidate.pk if comparison.focus else None,
             "bars": [
-                {"factor": bar.factor, "low": str(bar.low), "high": str(bar.high), "base": str(bar.base)}
+                {"factor": bar.factor, "low": _plain(bar.low), "high": _plain(bar.high), "base": _plain(bar.base),
+                 "display": {name: money.shown(getattr(bar, name), money.FigureKind.UNIT_COST, comparison.currency)
+                             for name in ("low", "high", "base")}}
                 for bar in comparison.sensitivity
             ],
         },
@@ -135,6 +230,11 @@ def comparison_data(comparison: Comparison) -> dict:
             "buy_vs_rent_months": _plain(break_even.buy_months),
             "buy_never_pays": break_even.buy_never_pays,
             "api_vs_self_host_tokens_per_month": _plain(break_even.api_tokens_per_month),
+            "display": {
+                "reserve_vs_on_demand_utilisation": money.shown(break_even.reserve_utilisation, QUANTITY),
+                "buy_vs_rent_months": money.shown(break_even.buy_months, QUANTITY),
+                "api_vs_self_host_tokens_per_month": money.shown(break_even.api_tokens_per_month, QUANTITY),
+            },
         },
     }
 
@@ -180,17 +280,18 @@ def _training_csv(comparison: Comparison) -> str:
             writer.writerow([*head, *[""] * (len(TRAINING_CSV_HEADERS) - 5),
                              problem.field if problem else "", problem.message if problem else ""])
             continue
-        writer.writerow([
+        writer.writerow([_plain(value) for value in [
             *head, row.currency, run.gpus, result.training_hourly_price, row.compute_hours, row.checkpoints,
             row.checkpoint_hours, row.expected_failures, row.failed_run_waste_hours, row.wall_clock_hours,
             row.gpu_hours, row.gpu_compute, row.checkpointing, row.failed_run_waste, row.storage, row.network,
             row.platform_labor, row.other_costs, row.cost_per_completed_run, "", "",
-        ])
+        ]])
     return buffer.getvalue()
 
 
 def comparison_csv(comparison: Comparison) -> str:
-    """One line per candidate, raw and unrounded; a candidate stopped by a bad input carries its error instead."""
+    """One line per candidate, every figure exact and unrounded as money.exact() writes it (plain, never 0E-30);
+    the notes show their figures by the rule. A candidate stopped by a bad input carries its error instead."""
     if comparison.is_training:
         return _training_csv(comparison)
     buffer = io.StringIO()
@@ -206,15 +307,15 @@ def comparison_csv(comparison: Comparison) -> str:
             writer.writerow([*head, *[""] * (len(CSV_HEADERS) - 5),
                              problem.field if problem else "", problem.message if problem else ""])
             continue
-        writer.writerow([
-            *head, str(row.commercial_model), row.currency, row.gpus, row.nodes, _plain(row.billed_hours_per_gpu),
+        writer.writerow([_plain(value) for value in [
+            *head, str(row.commercial_model), row.currency, row.gpus, row.nodes, row.billed_hours_per_gpu,
             row.gpu_cost, row.productive_capacity, row.idle_capacity, row.storage_network, row.platform_labor,
             row.other_costs, row.retry_waste, row.failure_loss, row.preemption_rework, row.failure_waste,
             row.total_cost, row.generated_outputs, row.accepted_outputs, row.effective_unit_cost,
-            _plain(row.hourly_price), row.quality_acceptance, *[_plain(value) for value in measured],
-            _plain(result.predicted_memory_margin), " | ".join(note.text for note in row.notes),
+            row.hourly_price, row.quality_acceptance, *measured,
+            result.predicted_memory_margin, " | ".join(note_text(note, row.currency) for note in row.notes),
             _provenance_text(row), "", "",
-        ])
+        ]])
     return buffer.getvalue()
 
 
@@ -403,6 +504,99 @@ def _rate(comparison: Comparison, currency: str) -> Decimal:
     return next(rate.rate for rate in comparison.exchange_rates if rate.currency == currency)
 
 
+# --- cached values: each formula cell also stores the value Dossier computed, so a viewer that does not recalculate
+# (a preview, a mail client, openpyxl with data_only=True) shows the figures instead of blanks. openpyxl writes a
+# formula with an empty <v/>; the saved sheets get the values written in.
+
+
+def _row_values(comparison: Comparison, result: CandidateResult) -> dict[str, Decimal | int | None]:
+    """The value of each formula column of one candidate row, in the candidate's own currency where the sheet keeps
+    it (the cost columns before the exchange rate), from the row normalize() computed."""
+    row, given = result.row, result.candidate_input
+    rate = _rate(comparison, given.currency)
+
+    def own(value: Decimal) -> Decimal:
+        return value if rate == 1 else money.divide(value, rate)
+
+    base = money.add(*(value for name, value in row.gpu_cost_parts.items() if name != "minimum_commitment_top_up"))
+    values: dict[str, Decimal | int | None] = {
+        "accept": row.quality_acceptance, "generated": row.generated_outputs,
+        "storage_network": own(row.storage_network), "platform_labor": own(row.platform_labor),
+        "other_costs": own(row.other_costs), "gpus": row.gpus, "nodes": row.nodes,
+        "billed_hours": row.billed_hours_per_gpu, "base_cost": own(base), "gpu_cost": own(row.gpu_cost),
+        "productive": own(row.productive_capacity), "idle": own(row.idle_capacity),
+        "retry_waste": own(row.retry_waste), "failure_loss": own(row.failure_loss),
+        "preemption_rework": own(row.preemption_rework), "failure_waste": own(row.failure_waste),
+        "total": row.total_cost, "unit_cost": row.effective_unit_cost, "hourly": row.hourly_price,
+    }
+    model = given.commercial_model
+    if model is BillingModel.API:
+        values["per_request"] = money.divide(
+            money.add(money.multiply(given.mean_input_tokens, given.api_input_price_per_million),
+                      money.multiply(given.mean_output_tokens, given.api_output_price_per_million)),
+            cost_model.TOKENS_PER_PRICE_UNIT)
+    else:
+        demand = comparison.demand
+        mean = money.divide(money.multiply(row.generated_outputs, 1 + given.retry_rate + given.failure_rate),
+                            money.multiply(demand.operating_hours, cost_model.SECONDS_PER_HOUR))
+        values["required_rate"] = money.multiply(max(demand.peak_rate, mean), 1 + given.headroom)
+        if model is BillingModel.RESERVED:
+            values["overage_hours"] = row.billed_hours_per_gpu - given.committed_hours
+    return values
+
+
+def _training_values(comparison: Comparison, result: CandidateResult) -> dict[str, Decimal | int | None]:
+    row, run = result.training_row, result.training_run
+    return {
+        "compute_hours": row.compute_hours, "checkpoints": row.checkpoints, "checkpoint_hours": row.checkpoint_hours,
+        "expected_failures": row.expected_failures, "waste_hours": row.failed_run_waste_hours,
+        "hourly": money.multiply(run.gpus, run.price_per_gpu_hour, _rate(comparison, run.currency)),
+        "gpu_compute": row.gpu_compute, "checkpointing": row.checkpointing, "failed_run_waste": row.failed_run_waste,
+        "storage": row.storage, "network": row.network, "platform_labor": row.platform_labor,
+        "other_costs": row.other_costs, "cost_per_run": row.cost_per_completed_run,
+    }
+
+
+def _cached_number(value: Decimal | int) -> str:
+    """A value as a spreadsheet stores it: an int as it is, any other number as the nearest double."""
+    if isinstance(value, int) or value == value.to_integral_value():
+        return str(int(value))
+    return repr(float(value))
+
+
+_FORMULA_CELL = re.compile(r'<c r="([A-Z]+[0-9]+)"([^>]*)><f>(.*?)</f><v\s*/>(</c>)')
+
+
+def _with_cached_values(data: bytes, cached: dict[str, dict[str, Decimal | int]]) -> bytes:
+    """The saved workbook with `cached[sheet title][cell]` written as each formula cell's value."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    workbook_xml = source.read("xl/workbook.xml").decode()
+    rels_xml = source.read("xl/_rels/workbook.xml.rels").decode()
+    targets = dict(re.findall(r'<Relationship[^>]*?Id="([^"]+)"[^>]*?Target="([^"]+)"', rels_xml))
+    targets.update({rid: target for target, rid in
+                    re.findall(r'<Relationship[^>]*?Target="([^"]+)"[^>]*?Id="([^"]+)"', rels_xml)})
+    paths = {}
+    for name, rid in re.findall(r'<sheet [^>]*?name="([^"]+)"[^>]*?r:id="([^"]+)"', workbook_xml):
+        target = targets[rid].lstrip("/")
+        paths[target if target.startswith("xl/") else f"xl/{target}"] = html.unescape(name)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            values = cached.get(paths.get(item.filename, ""), {})
+            if values:
+                def fill(match: re.Match, values=values) -> str:
+                    value = values.get(match.group(1))
+                    if value is None:
+                        return match.group(0)
+                    return (f'<c r="{match.group(1)}"{match.group(2)}><f>{match.group(3)}</f>'
+                            f"<v>{_cached_number(value)}</v>{match.group(4)}")
+
+                content = _FORMULA_CELL.sub(fill, content.decode()).encode()
+            out.writestr(item, content)
+    return buffer.getvalue()
+
+
 TRAINING_CELLS = (
     (2, "tokens to train in one run", "token_budget"),
     (3, "checkpoint interval (hours)", "checkpoint_interval_hours"),
@@ -467,11 +661,13 @@ def _lines_sheet(workbook):
     return sheet
 
 
-def _add_line(sheet, owner_id: str, owner_label: str, column: str, line: cost_model.CostLine) -> None:
+def _add_line(sheet, owner_id: str, owner_label: str, column: str, line: cost_model.CostLine,
+              cached: dict[str, Decimal | int]) -> None:
     number = sheet.max_row + 1
     source = line.provenance
     sheet.append([owner_id, owner_label, column, str(line.kind), line.label, line.quantity, line.unit_price,
                   line.unit, f"=F{number}*G{number}", source.reference or f"{source.kind}: {source.by}, {source.why}"])
+    cached[f"I{number}"] = money.multiply(line.quantity, line.unit_price)
 
 
 def _problems_sheet(workbook, comparison: Comparison) -> None:
@@ -501,6 +697,8 @@ def _training_xlsx(comparison: Comparison) -> bytes:
     table.append([header for _key, header in TRAINING_INPUT_COLUMNS + TRAINING_FORMULA_COLUMNS])
     for cell in table[1]:
         cell.font = Font(bold=True)
+    cached_lines: dict[str, Decimal | int] = {}
+    cached_table: dict[str, Decimal | int] = {}
     for row_number, result in enumerate(comparison.training_rows, 2):
         run = result.training_run
         values = {"id": run.id, "label": run.label, "currency": run.currency, "rate": _rate(comparison, run.currency),
@@ -511,16 +709,20 @@ def _training_xlsx(comparison: Comparison) -> bytes:
             cell.value = _cell_value(value)
             if key not in ("id", "label", "currency"):
                 cell.fill = input_fill
+        values = _training_values(comparison, result)
         for key, formula in _training_formulas(row_number).items():
             table[f"{TRAINING_COLUMN[key]}{row_number}"] = formula
-        table[f"{TRAINING_COLUMN['dossier']}{row_number}"] = str(result.training_row.cost_per_completed_run)
+            if values.get(key) is not None:
+                cached_table[f"{TRAINING_COLUMN[key]}{row_number}"] = values[key]
+        table[f"{TRAINING_COLUMN['dossier']}{row_number}"] = money.exact(result.training_row.cost_per_completed_run)
         for line in run.cost_lines:
-            _add_line(lines_sheet, run.id, run.label, TRAINING_LINE_COLUMNS.get(str(line.kind), "other_costs"), line)
+            _add_line(lines_sheet, run.id, run.label, TRAINING_LINE_COLUMNS.get(str(line.kind), "other_costs"), line,
+                      cached_lines)
     table.freeze_panes = "C2"
     _problems_sheet(workbook, comparison)
     buffer = io.BytesIO()
     workbook.save(buffer)
-    return buffer.getvalue()
+    return _with_cached_values(buffer.getvalue(), {TABLE_SHEET: cached_table, LINES_SHEET: cached_lines})
 
 
 def comparison_xlsx(comparison: Comparison) -> bytes:
@@ -558,6 +760,8 @@ def comparison_xlsx(comparison: Comparison) -> bytes:
     for cell in table[1]:
         cell.font = bold
     row_number = 1
+    cached_lines: dict[str, Decimal | int] = {}
+    cached_table: dict[str, Decimal | int] = {}
     for result in comparison.rows:
         given = result.candidate_input
         row_number += 1
@@ -567,14 +771,18 @@ def comparison_xlsx(comparison: Comparison) -> bytes:
             cell.value = _cell_value(value)
             if key not in ("id", "label", "model", "currency"):
                 cell.fill = input_fill
+        values = _row_values(comparison, result)
         for key, formula in _formulas(given.commercial_model, row_number).items():
             table[f"{COLUMN[key]}{row_number}"] = formula
-        table[f"{COLUMN['dossier']}{row_number}"] = str(result.row.effective_unit_cost)
+            if values.get(key) is not None:
+                cached_table[f"{COLUMN[key]}{row_number}"] = values[key]
+        table[f"{COLUMN['dossier']}{row_number}"] = money.exact(result.row.effective_unit_cost)
         for line in given.cost_lines:
-            _add_line(lines_sheet, given.id, given.label, cost_model.COST_COLUMN.get(line.kind, "other_costs"), line)
+            _add_line(lines_sheet, given.id, given.label, cost_model.COST_COLUMN.get(line.kind, "other_costs"), line,
+                      cached_lines)
     table.freeze_panes = "C2"
     _problems_sheet(workbook, comparison)
 
     buffer = io.BytesIO()
     workbook.save(buffer)
-    return buffer.getvalue()
+    return _with_cached_values(buffer.getvalue(), {TABLE_SHEET: cached_table, LINES_SHEET: cached_lines})

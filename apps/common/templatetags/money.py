@@ -1,7 +1,9 @@
 """Template filters that show money the way DESIGN.md asks: totals to the minor unit, unit prices to ≥ 6 digits.
 
 `{{ total|money_total:"IDR" }}` → "1,234,567.89" (localised separators); `{{ price|unit_price:"USD" }}` →
-"0.000000123000"; `{{ price|raw_decimal }}` → the exact value for data-sort-value attributes and exports.
+"0.000000123000"; `{{ hours|quantity }}` → "730" (six significant digits); `{{ price|raw_decimal }}` → the exact
+value for data-sort-value attributes and exports; `{{ figure|exact_figure }}` → a computed figure exact as the API
+writes it (never "0E-30" or 34-digit quotient noise). The rule itself lives in apps/common/money.py.
 """
 
 from django import template
@@ -47,5 +49,27 @@ def raw_decimal(value) -> str:
         return ""
     try:
         return money.canonical(value)
+    except money.MoneyError:
+        return ""
+
+
+@register.filter
+def quantity(value) -> str:
+    """Hours, outputs, shares and other quantities: six significant digits, integer digits kept (money.shown)."""
+    if value is None or value == "":
+        return ""
+    try:
+        return _show(money.round_quantity(value))
+    except money.MoneyError:
+        return ""
+
+
+@register.filter
+def exact_figure(value) -> str:
+    """A computed figure exact as the API and the CSV write it (money.exact): plain, zero as 0, ≤ 30 digits."""
+    if value is None or value == "":
+        return ""
+    try:
+        return money.exact(value)
     except money.MoneyError:
         return ""

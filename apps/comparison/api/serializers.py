@@ -1,5 +1,8 @@
-"""The comparison API's query parameters (the comparison itself is answered as exports.comparison_data() builds it)
-and the waivers of the mistakes check."""
+"""The comparison API's query parameters, the waivers of the mistakes check, and the shape of the comparison's answer
+for the OpenAPI schema (the answer itself is built by exports.comparison_data()). Figures follow
+apps/common/money.py's rule: each figure is an exact decimal string (plain notation, never an exponent, zero as "0",
+at most 30 significant digits); each `display` object gives the same figures as shown (money to the currency's minor
+unit, unit costs and quantities to six significant digits). Database ids are ints."""
 
 from __future__ import annotations
 
@@ -8,6 +11,10 @@ from rest_framework import serializers
 from apps.common.api_fields import ScopedPrimaryKeyRelatedField
 from apps.comparison.models import MistakeWaiver
 from apps.quotes.models import Candidate
+
+EXACT = "An exact decimal string (money.exact): plain notation, never an exponent, zero as \"0\"."
+DISPLAY = ("The figures as shown, by name (money.shown): money to the currency's minor unit, unit costs (`*_price`, "
+           "`*unit_cost`) and quantities (hours, outputs, shares, rates) to six significant digits.")
 
 
 class ComparisonQuerySerializer(serializers.Serializer):
@@ -27,3 +34,134 @@ class MistakeWaiverSerializer(serializers.ModelSerializer):
         fields = ["id", "candidate", "rule", "reason", "waived_by", "created_at"]
         read_only_fields = ["waived_by", "created_at"]
         validators = []  # one waiver per candidate and rule: the service answers a second one
+
+
+def _exact(help_text: str = EXACT, **kwargs) -> serializers.CharField:
+    return serializers.CharField(help_text=help_text, **kwargs)
+
+
+def _display() -> serializers.DictField:
+    return serializers.DictField(child=serializers.JSONField(), help_text=DISPLAY)
+
+
+class ProblemSerializer(serializers.Serializer):
+    candidate_id = serializers.IntegerField(allow_null=True, help_text="The candidate's id; null: the workload.")
+    candidate = serializers.CharField()
+    field = serializers.CharField()
+    field_label = serializers.CharField()
+    message = serializers.CharField()
+    code = serializers.CharField(help_text='"unit_mismatch": two units with no conversion (the API answers 400).')
+
+
+class NoteSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    params = serializers.DictField(help_text="The note's figures, exact (decimal strings) or ints.")
+    text = serializers.CharField(help_text="In English, its figures shown by the rule.")
+
+
+class RowSerializer(serializers.Serializer):
+    """A normalised row: every Decimal field of the cost model's Row as an exact string; the row may gain fields."""
+
+    candidate_id = serializers.IntegerField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    commercial_model = serializers.CharField()
+    currency = serializers.CharField()
+    gpus = serializers.IntegerField()
+    nodes = serializers.IntegerField()
+    unit = serializers.CharField(help_text="What the demand counts (apps/common/work_units.py), per one unit.")
+    capacity_unit = serializers.CharField(help_text="What the capacity counts (an API route: requests).")
+    billed_compute = _exact(help_text="The provider's bill for compute: gpu_cost + retry_waste + failure_loss.")
+    gpu_cost = _exact()
+    idle_capacity = _exact()
+    retry_waste = _exact()
+    total_cost = _exact()
+    effective_unit_cost = _exact()
+    time_to_answer_hours = _exact(allow_null=True, help_text="Hours the sized fleet takes for one unit.")
+    hourly_price = _exact(allow_null=True)
+    display = _display()
+    notes = NoteSerializer(many=True)
+    provenance = serializers.DictField(child=serializers.ListField(child=serializers.DictField()))
+
+
+class TrainingRowSerializer(serializers.Serializer):
+    run_id = serializers.IntegerField(help_text="The candidate's id.")
+    currency = serializers.CharField()
+    checkpoints = serializers.IntegerField()
+    cost_per_completed_run = _exact()
+    acceptance = _exact(help_text="Share of completed runs that count (reach the target eval score, accepted).")
+    unit = serializers.CharField(help_text='"training_run" or "checkpoint".')
+    cost_per_accepted_output = _exact(help_text="cost_per_completed_run ÷ acceptance: the decision metric.")
+    display = _display()
+    provenance = serializers.DictField(child=serializers.ListField(child=serializers.DictField()))
+
+
+class CandidateResultSerializer(serializers.Serializer):
+    candidate_id = serializers.IntegerField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    quote_id = serializers.IntegerField()
+    vendor = serializers.CharField()
+    inputs = serializers.ListField(child=serializers.DictField(), help_text="Phase-4 inputs; `value` exact.")
+    predicted_memory_margin = _exact(allow_null=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+    row = RowSerializer(allow_null=True)
+    training_row = TrainingRowSerializer(allow_null=True)
+    training_hourly_price = _exact(allow_null=True)
+    error = ProblemSerializer(allow_null=True)
+    display = _display()
+
+
+class FindingSerializer(serializers.Serializer):
+    reason = serializers.CharField()
+    candidate_id = serializers.IntegerField(allow_null=True)
+    severity = serializers.CharField()
+    message = serializers.CharField()
+
+
+class MistakeSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    number = serializers.IntegerField()
+    title = serializers.CharField()
+    explanation = serializers.CharField()
+    raised = serializers.BooleanField()
+    findings = FindingSerializer(many=True)
+
+
+class SensitivityBarSerializer(serializers.Serializer):
+    factor = serializers.CharField()
+    low = _exact()
+    high = _exact()
+    base = _exact()
+    display = _display()
+
+
+class SensitivitySerializer(serializers.Serializer):
+    candidate_id = serializers.IntegerField(allow_null=True)
+    bars = SensitivityBarSerializer(many=True)
+
+
+class BreakEvenSerializer(serializers.Serializer):
+    reserve_vs_on_demand_utilisation = _exact(allow_null=True)
+    buy_vs_rent_months = _exact(allow_null=True)
+    buy_never_pays = serializers.BooleanField()
+    api_vs_self_host_tokens_per_month = _exact(allow_null=True)
+    display = _display()
+
+
+class ComparisonSerializer(serializers.Serializer):
+    """The comparison of a workload version (documentation of exports.comparison_data())."""
+
+    workload_summary = serializers.DictField()
+    currency = serializers.CharField()
+    demand = serializers.DictField(allow_null=True, help_text="The demand's figures, exact.")
+    training = serializers.DictField(allow_null=True, help_text="The training plan's figures, exact.")
+    exchange_rates = serializers.ListField(child=serializers.DictField())
+    candidates = CandidateResultSerializer(many=True)
+    errors = ProblemSerializer(many=True)
+    cheapest_per_accepted_output = serializers.IntegerField(allow_null=True)
+    lowest_hourly_price = serializers.IntegerField(allow_null=True)
+    chosen = serializers.IntegerField(allow_null=True)
+    mistakes = MistakeSerializer(many=True)
+    sensitivity = SensitivitySerializer()
+    break_even = BreakEvenSerializer()

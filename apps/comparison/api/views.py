@@ -9,7 +9,6 @@ field (`capacity_unit`, `mean_output_tokens`, `unit_of_success`) naming both uni
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.response import Response
@@ -30,8 +29,13 @@ class ComparisonView(APIView):
 
     @extend_schema(
         parameters=[serializers.ComparisonQuerySerializer],
-        responses=OpenApiTypes.OBJECT,
-        description="Every figure exact (a decimal string) with its provenance; bad inputs are listed in `errors`.",
+        responses=serializers.ComparisonSerializer,
+        description=(
+            "Every figure exact (a decimal string: plain notation, never an exponent, zero as \"0\", at most 30 "
+            "significant digits) with its provenance, and the same figures as shown in each `display` object (money "
+            "to the currency's minor unit, unit costs and quantities to six significant digits). Database ids are "
+            "ints. Bad inputs are listed in `errors`. See docs/api.md, \"Comparison figures\"."
+        ),
     )
     def get(self, request, pk: int):
         query = serializers.ComparisonQuerySerializer(data=request.query_params)
