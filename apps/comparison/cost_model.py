@@ -687,28 +687,58 @@ def _conversion_notes(conversions: Iterable[Conversion]) -> list[Note]:
             for item in dict.fromkeys(conversions)]
 
 
+@dataclass(frozen=True)
+class WorkFactors:
+    """The unit conversions a row uses: capacity units per demand unit and per peak unit (a fleet), requests per
+    demand unit (an API route), and the stated conversions they came through."""
+
+    to_capacity: Decimal = ONE
+    peak_to_capacity: Decimal = ONE
+    to_requests: Decimal = ONE
+    used: tuple[Conversion, ...] = ()
+
+
+def work_factors(demand: Demand, candidate: CandidateInput) -> WorkFactors:
+    """The conversions between the demand's units and the candidate's (one function: the rows and the workbook's
+    formulas read the same factors). Raises UnitMismatchError naming both units when no stated path exists."""
+    with localcontext(DECIMAL_CONTEXT):
+        if candidate.kind is CandidateKind.API:
+            own = Conversion(WorkUnit.REQUEST, WorkUnit.OUTPUT_TOKEN, candidate.mean_output_tokens,
+                             candidate.provenance.get("mean_output_tokens")) if candidate.mean_output_tokens else None
+            conversions = (candidate.conversions + ((own,) if own is not None and own.source is not None else ())
+                           + demand.conversions)
+            to_requests, used = _factor(candidate.id, "mean_output_tokens", "the route's price (per request)",
+                                        demand.unit, WorkUnit.REQUEST if demand.unit is not None else None,
+                                        conversions)
+            return WorkFactors(to_requests=to_requests, used=used)
+        conversions = candidate.conversions + demand.conversions
+        what = "the capacity at the SLO"
+        to_capacity, used = _factor(candidate.id, "capacity_unit", what, demand.unit, candidate.capacity_unit,
+                                    conversions)
+        peak_to_capacity = ONE
+        if demand.peak_rate:
+            peak_unit = demand.peak_unit if demand.peak_unit is not None else demand.unit
+            peak_to_capacity, peak_used = _factor(candidate.id, "capacity_unit", what, peak_unit,
+                                                  candidate.capacity_unit, conversions)
+            used += peak_used
+        return WorkFactors(to_capacity=to_capacity, peak_to_capacity=peak_to_capacity, used=used)
+
+
 def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal, quality: Decimal) -> _Compute:
     """Size the fleet and bill it. Retried and failed attempts are work the fleet does: they enlarge the work (and so
     the fleet and the hours), and their share of the billed GPU time is reported once, as waste."""
     cid = candidate.id
     capacity = candidate.capacity_at_slo_per_gpu
     assert capacity is not None  # guaranteed by CandidateInput validation
-    conversions = candidate.conversions + demand.conversions
-    to_capacity, used = _factor(cid, "capacity_unit", "the capacity at the SLO", demand.unit, candidate.capacity_unit,
-                                conversions)
+    factors = work_factors(demand, candidate)
+    to_capacity, used = factors.to_capacity, factors.used
     notes: list[Note] = []
     waste_share = ONE + candidate.retry_rate + candidate.failure_rate
     useful = generated * to_capacity  # outputs to generate, in the capacity's unit
     work = useful * waste_share  # … with the retried and failed attempts
     mean_rate = work / (demand.operating_hours * SECONDS_PER_HOUR)
-    peak = ZERO
-    if demand.peak_rate:
-        peak_unit = demand.peak_unit if demand.peak_unit is not None else demand.unit
-        peak_factor, peak_used = _factor(cid, "capacity_unit", "the capacity at the SLO", peak_unit,
-                                         candidate.capacity_unit, conversions)
-        used += peak_used
-        # Rejected outputs are generated again, and retries are sent again: both add load at the peak too.
-        peak = demand.peak_rate * peak_factor / quality * waste_share
+    # Rejected outputs are generated again, and retries are sent again: both add load at the peak too.
+    peak = demand.peak_rate * factors.peak_to_capacity / quality * waste_share
     basis = "peak" if peak >= mean_rate else "volume"
     required_rate = max(peak, mean_rate) * (ONE + candidate.headroom)
     replicas = _ceil(required_rate / (capacity * candidate.gpus_per_replica))
@@ -799,13 +829,9 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal, qualit
 def _api_route(demand: Demand, candidate: CandidateInput, generated: Decimal) -> _Compute:
     """An API route is paid per request: the demand is converted to requests (its own mean output tokens per request
     is a conversion), and retried and failed requests are paid requests on top."""
-    own = Conversion(WorkUnit.REQUEST, WorkUnit.OUTPUT_TOKEN, candidate.mean_output_tokens,
-                     candidate.provenance.get("mean_output_tokens")) if candidate.mean_output_tokens else None
-    conversions = candidate.conversions + ((own,) if own is not None and own.source is not None else ()) \
-        + demand.conversions
-    to_requests, used = _factor(candidate.id, "mean_output_tokens", "the route's price (per request)", demand.unit,
-                                WorkUnit.REQUEST if demand.unit is not None else None, conversions)
-    requests = generated * to_requests
+    factors = work_factors(demand, candidate)
+    used = factors.used
+    requests = generated * factors.to_requests
     price_per_request = (
         candidate.mean_input_tokens * candidate.api_input_price_per_million
         + candidate.mean_output_tokens * candidate.api_output_price_per_million

@@ -334,6 +334,7 @@ WORKLOAD_CELLS = (
     (5, "peak rate (requests/s)", "peak_rate"),
     (6, "quality acceptance (workload)", "quality_acceptance"),
     (7, "runs per period", "runs_per_period"),
+    (8, "billed by use (1: the hours the work takes; 0: the operating hours)", "billed_by_use"),
 )
 ACCEPTED = f"{WORKLOAD_SHEET}!$B$2"
 PERIOD = f"{WORKLOAD_SHEET}!$B$3"
@@ -341,6 +342,7 @@ OPERATING = f"{WORKLOAD_SHEET}!$B$4"
 PEAK = f"{WORKLOAD_SHEET}!$B$5"
 WORKLOAD_ACCEPTANCE = f"{WORKLOAD_SHEET}!$B$6"
 RUNS = f"{WORKLOAD_SHEET}!$B$7"
+BY_USE = f"{WORKLOAD_SHEET}!$B$8"
 
 #: The raw input columns of the comparison sheet: (key, header, CandidateInput attribute or a callable).
 INPUT_COLUMNS = (
@@ -353,11 +355,15 @@ INPUT_COLUMNS = (
     ("price_unit", "price unit", "price_unit"),
     ("gpn", "GPUs per node", "gpus_per_node"),
     ("gpr", "GPUs per replica", "gpus_per_replica"),
-    ("capacity", "capacity at SLO per GPU (req/s)", "capacity_at_slo_per_gpu"),
+    ("capacity", "capacity at SLO per GPU (capacity units/s)", "capacity_at_slo_per_gpu"),
+    ("to_capacity", "capacity units per demand unit (conversion)", "to_capacity"),
+    ("peak_to_capacity", "capacity units per peak request (conversion)", "peak_to_capacity"),
+    ("to_requests", "requests per demand unit (API conversion)", "to_requests"),
     ("headroom", "headroom", "headroom"),
     ("committed", "committed hours per period", "committed_hours"),
     ("overage_price", "overage price", "overage_price"),
     ("granularity", "billing granularity (hours)", "billing_granularity_hours"),
+    ("min_billed", "minimum charge per run (hours)", "minimum_billed_hours"),
     ("minimum", "minimum commitment per period", "minimum_commitment"),
     ("preemptions", "spot preemptions per GPU-hour", "spot_preemptions_per_hour"),
     ("rework", "rework hours per preemption", "spot_rework_hours"),
@@ -382,13 +388,17 @@ FORMULA_COLUMNS = (
     ("storage_network", "storage/network"),
     ("platform_labor", "platform labor"),
     ("other_costs", "other costs"),
-    ("required_rate", "required rate (req/s)"),
+    ("work", "work incl. retries (capacity units)"),
+    ("required_rate", "required rate (capacity units/s)"),
     ("gpus", "GPUs"),
     ("nodes", "nodes"),
+    ("needed_hours", "hours the fleet must run"),
     ("billed_hours", "billed hours per GPU"),
     ("overage_hours", "overage hours"),
     ("per_request", "API price per request"),
     ("base_cost", "GPU cost before minimum commitment"),
+    ("billed", "compute billed"),
+    ("busy_cost", "billed cost of the busy time"),
     ("gpu_cost", "GPU cost"),
     ("productive", "productive capacity"),
     ("idle", "idle capacity"),
@@ -410,6 +420,8 @@ COLUMN = {
 def _cell_value(value: Any) -> Any:
     if value is None:
         return None
+    if isinstance(value, bool):
+        return int(value)  # a flag the formulas compare with 1 (Excel's TRUE is not equal to 1)
     if isinstance(value, Decimal | int):
         return value
     return str(value)
@@ -434,36 +446,49 @@ def _formulas(model: BillingModel, r: int) -> dict[str, str]:
         "preemption_rework": "=0",
     }
     if model is BillingModel.API:
+        requests = f"{c('generated')}*{c('to_requests')}"
         formulas.update({
             "per_request": f"=({c('input_tokens')}*{c('input_price')}+{c('output_tokens')}*{c('output_price')})"
                            "/1000000",
-            "base_cost": f"={c('generated')}*{c('per_request')}",
+            "base_cost": f"={requests}*{c('per_request')}",
+            "billed": f"=MAX({c('base_cost')},{c('minimum')})",
+            "gpu_cost": f"={c('billed')}",
             "productive": f"={c('base_cost')}",
-            "retry_waste": f"={c('generated')}*{c('retry')}*{c('per_request')}",
-            "failure_loss": f"={c('generated')}*{c('failure')}*{c('per_request')}",
+            "retry_waste": f"={requests}*{c('retry')}*{c('per_request')}",
+            "failure_loss": f"={requests}*{c('failure')}*{c('per_request')}",
         })
     else:
         waste_share = f"(1+{c('retry')}+{c('failure')})"
         units = f"IF({c('price_unit')}=\"node_hour\",{c('nodes')},{c('gpus')})"
+        busy = f"{c('work')}/({c('gpus')}*{c('capacity')}*3600)"
         formulas.update({
-            "required_rate": f"=MAX({PEAK},{c('generated')}*{waste_share}/({OPERATING}*3600))*(1+{c('headroom')})",
+            "work": f"={c('generated')}*{c('to_capacity')}*{waste_share}",
+            "required_rate": (f"=MAX({PEAK}*{c('peak_to_capacity')}/{c('accept')}*{waste_share},"
+                              f"{c('work')}/({OPERATING}*3600))*(1+{c('headroom')})"),
             "nodes": f"=ROUNDUP(ROUNDUP({c('required_rate')}/({c('capacity')}*{c('gpr')}),0)*{c('gpr')}"
                      f"/{c('gpn')},0)",
             "gpus": f"={c('nodes')}*{c('gpn')}",
-            "retry_waste": f"={c('retry')}*{c('gpu_cost')}",
-            "failure_loss": f"={c('failure')}*{c('gpu_cost')}",
+            "needed_hours": f"=IF({BY_USE}=1,MIN({busy},{OPERATING}),{OPERATING})",
+            "billed": f"=MAX({c('base_cost')},{c('minimum')})",
+            "busy_cost": (f"={c('base_cost')}*MIN(1,{c('work')}/({c('gpus')}*{c('capacity')}*3600"
+                          f"*{c('billed_hours')}))"),
+            "productive": f"={c('busy_cost')}/{waste_share}",
+            "retry_waste": f"={c('busy_cost')}*{c('retry')}/{waste_share}",
+            "failure_loss": f"={c('busy_cost')}*{c('failure')}/{waste_share}",
+            "gpu_cost": f"={c('billed')}-{c('retry_waste')}-{c('failure_loss')}",
         })
+        needed = c("needed_hours")
         if model is BillingModel.PURCHASE:
             months = f"({PERIOD}/730)"
             formulas.update({
                 "billed_hours": f"={PERIOD}",
                 "base_cost": (f"={c('nodes')}*{c('capex')}/{c('amortisation')}*{months}"
-                              f"+{c('nodes')}*{c('power')}*{c('pue')}*{OPERATING}*{c('energy')}"
+                              f"+{c('nodes')}*{c('power')}*{c('pue')}*{needed}*{c('energy')}"
                               f"+{c('nodes')}*{c('power')}*{c('colocation')}*{months}"
                               f"+{c('nodes')}*{c('maintenance')}*{months}/12"),
             })
         elif model is BillingModel.RESERVED:
-            overage = f"MAX(0,{OPERATING}-{c('committed')})"
+            overage = f"MAX(0,{needed}-{c('committed')})"
             formulas.update({
                 "overage_hours": (f"=IF(ISBLANK({c('granularity')}),{overage},"
                                   f"ROUNDUP({overage}/{c('granularity')},0)*{c('granularity')})"),
@@ -472,23 +497,23 @@ def _formulas(model: BillingModel, r: int) -> dict[str, str]:
                               f"+{units}*{c('overage_hours')}*{c('overage_price')}"),
             })
         else:
+            per_run = f"{needed}/{RUNS}"
+            rounded = (f"IF(ISBLANK({c('granularity')}),{per_run},"
+                       f"ROUNDUP({per_run}/{c('granularity')},0)*{c('granularity')})")
             formulas.update({
-                "billed_hours": (f"=IF(ISBLANK({c('granularity')}),{OPERATING},"
-                                 f"ROUNDUP({OPERATING}/{RUNS}/{c('granularity')},0)*{c('granularity')}*{RUNS})"),
+                "billed_hours": (f"=IF(ISBLANK({c('min_billed')}),{rounded},MAX({rounded},{c('min_billed')}))"
+                                 f"*{RUNS}"),
                 "base_cost": f"={units}*{c('billed_hours')}*{c('unit_price')}",
             })
             if model is BillingModel.SPOT:
                 formulas["preemption_rework"] = (f"={units}*{c('billed_hours')}*{c('preemptions')}*{c('rework')}"
                                                  f"*{c('unit_price')}")
-        formulas["productive"] = (f"={c('base_cost')}*MIN(1,{c('generated')}/({c('gpus')}*{c('capacity')}*3600"
-                                  f"*{c('billed_hours')}))")
         if model is BillingModel.PURCHASE:
-            formulas["hourly"] = f"={c('gpu_cost')}*{c('rate')}/({c('gpus')}*{PERIOD})"
+            formulas["hourly"] = f"={c('billed')}*{c('rate')}/({c('gpus')}*{PERIOD})"
         else:
             formulas["hourly"] = (f"=IF({c('price_unit')}=\"node_hour\",{c('unit_price')}/{c('gpn')},"
                                   f"{c('unit_price')})*{c('rate')}")
     formulas.update({
-        "gpu_cost": f"=MAX({c('base_cost')},{c('minimum')})",
         "idle": f"={c('gpu_cost')}-{c('productive')}",
         "failure_waste": f"={c('retry_waste')}+{c('failure_loss')}+{c('preemption_rework')}",
         "total": (f"={c('rate')}*({c('gpu_cost')}+{c('storage_network')}+{c('platform_labor')}+{c('other_costs')}"
@@ -524,6 +549,8 @@ def _row_values(comparison: Comparison, result: CandidateResult) -> dict[str, De
         "storage_network": own(row.storage_network), "platform_labor": own(row.platform_labor),
         "other_costs": own(row.other_costs), "gpus": row.gpus, "nodes": row.nodes,
         "billed_hours": row.billed_hours_per_gpu, "base_cost": own(base), "gpu_cost": own(row.gpu_cost),
+        "billed": own(row.billed_compute - row.retry_waste - row.failure_loss)
+        if given.commercial_model is BillingModel.API else own(row.billed_compute),
         "productive": own(row.productive_capacity), "idle": own(row.idle_capacity),
         "retry_waste": own(row.retry_waste), "failure_loss": own(row.failure_loss),
         "preemption_rework": own(row.preemption_rework), "failure_waste": own(row.failure_waste),
@@ -537,9 +564,20 @@ def _row_values(comparison: Comparison, result: CandidateResult) -> dict[str, De
             cost_model.TOKENS_PER_PRICE_UNIT)
     else:
         demand = comparison.demand
-        mean = money.divide(money.multiply(row.generated_outputs, 1 + given.retry_rate + given.failure_rate),
-                            money.multiply(demand.operating_hours, cost_model.SECONDS_PER_HOUR))
-        values["required_rate"] = money.multiply(max(demand.peak_rate, mean), 1 + given.headroom)
+        factors = cost_model.work_factors(demand, given)
+        waste_share = 1 + given.retry_rate + given.failure_rate
+        work = money.multiply(row.generated_outputs, factors.to_capacity, waste_share)
+        mean = money.divide(work, money.multiply(demand.operating_hours, cost_model.SECONDS_PER_HOUR))
+        peak = money.divide(money.multiply(demand.peak_rate, factors.peak_to_capacity, waste_share),
+                            row.quality_acceptance)
+        busy_hours = money.divide(work, money.multiply(row.gpus, given.capacity_at_slo_per_gpu,
+                                                       cost_model.SECONDS_PER_HOUR))
+        values["work"] = work
+        values["required_rate"] = money.multiply(max(peak, mean), 1 + given.headroom)
+        values["needed_hours"] = min(busy_hours, demand.operating_hours) if demand.billed_by_use \
+            else demand.operating_hours
+        values["busy_cost"] = own(money.multiply(money.add(row.retry_waste, row.failure_loss,
+                                                           row.productive_capacity), 1))
         if model is BillingModel.RESERVED:
             values["overage_hours"] = row.billed_hours_per_gpu - given.committed_hours
     return values
@@ -764,9 +802,15 @@ def comparison_xlsx(comparison: Comparison) -> bytes:
     cached_table: dict[str, Decimal | int] = {}
     for result in comparison.rows:
         given = result.candidate_input
+        factors = cost_model.work_factors(demand, given)
         row_number += 1
         for key, _header, attribute in INPUT_COLUMNS:
-            value = _rate(comparison, given.currency) if key == "rate" else getattr(given, attribute)
+            if key == "rate":
+                value = _rate(comparison, given.currency)
+            elif key in ("to_capacity", "peak_to_capacity", "to_requests"):
+                value = getattr(factors, attribute)
+            else:
+                value = getattr(given, attribute)
             cell = table[f"{COLUMN[key]}{row_number}"]
             cell.value = _cell_value(value)
             if key not in ("id", "label", "model", "currency"):

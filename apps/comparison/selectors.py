@@ -65,7 +65,8 @@ METRIC_UNITS = {
     DecisionMetric.TRAINING_RUN: (WorkUnit.TRAINING_RUN,),
     DecisionMetric.CHECKPOINT: (WorkUnit.CHECKPOINT,),
     DecisionMetric.RESPONSE: (WorkUnit.REQUEST,),
-    DecisionMetric.RECORD_OR_TOKEN: (WorkUnit.RECORD, WorkUnit.OUTPUT_TOKEN),
+    # A batch of requests counted per accepted response is a batch of records of one request each.
+    DecisionMetric.RECORD_OR_TOKEN: (WorkUnit.RECORD, WorkUnit.OUTPUT_TOKEN, WorkUnit.REQUEST),
     DecisionMetric.TASK: (WorkUnit.TASK,),
     DecisionMetric.IMAGE: (WorkUnit.IMAGE,),
     DecisionMetric.CLIP_SECOND: (WorkUnit.CLIP_SECOND,),
@@ -843,7 +844,7 @@ def break_even(comparison: Comparison) -> BreakEven:
         chosen_reserved = cheapest(reserved)
         chosen_on_demand = cheapest(on_demand)
         row = chosen_reserved.row
-        rate = row.gpu_cost / (row.gpus * row.billed_hours_per_gpu)
+        rate = row.billed_compute / (row.gpus * row.billed_hours_per_gpu)  # the whole bill, retries included
         values.update(
             reserve_utilisation=cost_model.reserve_vs_on_demand_utilisation(rate, chosen_on_demand.row.hourly_price),
             reserved_label=chosen_reserved.label, reserved_rate=rate,

@@ -106,8 +106,8 @@ def test_exchange_rate_converts_the_candidate_when_it_exists(client, team, platf
     data, errors = _api_errors(client, platform_user, example.summary)
     assert errors == {}
     row = next(item for item in data["candidates"] if item["candidate_id"] == euro.pk)["row"]
-    # 3 GPUs × 730 h × 2.80 EUR × 1.10 = 6,745.20 USD of GPU; converted figures cite the rate.
-    assert Decimal(row["gpu_cost"]) == Decimal("6745.20")
+    # 3 GPUs × 730 h × 2.80 EUR × 1.10 = 6,745.20 USD billed; converted figures cite the rate.
+    assert Decimal(row["billed_compute"]) == Decimal("6745.20")
     references = {item["reference"] for item in row["provenance"]["gpu_cost"]}
     assert f"exchange-rate:{rate.pk}" in references
 

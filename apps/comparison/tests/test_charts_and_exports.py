@@ -63,7 +63,7 @@ def test_every_chart_is_drawn_for_a_complete_comparison(team, platform_user):
     stacked = figures["cost-breakdown"]
     assert stacked["layout"]["barmode"] == "stack"
     total_a = sum(trace["y"][0] for trace in stacked["data"])
-    assert total_a == pytest.approx(0.000427785, rel=1e-9)  # the stack adds up to the unit cost
+    assert total_a == pytest.approx(0.0004245, rel=1e-9)  # the stack adds up to the unit cost
 
     latency = figures["latency"]
     assert [shape["y0"] for shape in latency["layout"]["shapes"]] == [2000, 4000]  # p95 and p99 targets
@@ -80,8 +80,8 @@ def test_every_chart_is_drawn_for_a_complete_comparison(team, platform_user):
 
     break_even = comparison.break_even
     assert str(break_even.reserve_utilisation).startswith("1.1666666666")
-    # capex 250,000 ÷ (B's 7,081.10 a month − the bought node's 1,161.576 of energy a month)
-    assert str(break_even.buy_months).startswith("42.2331255")
+    # capex 250,000 ÷ (B's 7,030.00 a month − the bought node's 1,161.576 of energy a month)
+    assert str(break_even.buy_months).startswith("42.6008754")
     assert break_even.rental_label == "B reserved H200" and break_even.purchase_label == bought.label
     assert break_even.api_tokens_per_month > 0
 
@@ -100,10 +100,10 @@ def test_csv_export_has_one_raw_line_per_candidate(client, team, platform_user, 
     response = client.get(reverse("comparison:comparison-csv", args=[example.summary.pk]))
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     rows = {int(row["candidate_id"]): row for row in csv.DictReader(io.StringIO(response.content.decode()))}
-    assert rows[example.a.pk]["effective_unit_cost"] == "0.000427785"
-    assert rows[example.b.pk]["effective_unit_cost"] == "0.000354055"
+    assert rows[example.a.pk]["effective_unit_cost"] == "0.0004245"
+    assert rows[example.b.pk]["effective_unit_cost"] == "0.0003515"
     assert rows[example.c.pk]["effective_unit_cost"] == "0.0008325"
-    assert rows[example.a.pk]["idle_capacity"].startswith("3236.666666")  # unrounded
+    assert rows[example.a.pk]["idle_capacity"].startswith("3203.333333")  # unrounded
     assert "price-version:" in rows[example.a.pk]["provenance"]
     assert rows[example.a.pk]["error"] == ""
 

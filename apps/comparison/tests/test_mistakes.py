@@ -35,7 +35,7 @@ def clean_workload(**changes):
 
 def clean_gpu(**changes):
     candidate = CandidateFacts(
-        id="B", label="Provider B H200", kind="gpu", hourly_price=D("3.50"), effective_unit_cost=D("0.000354055"),
+        id="B", label="Provider B H200", kind="gpu", hourly_price=D("3.50"), effective_unit_cost=D("0.0003515"),
         platform_labor=D("1800.00"), has_benchmark_evidence=True, tested_context_tokens=8192, tested_concurrency=96,
         gpus_per_job=1, nodes_per_job=1, commitment_months=D(12),
     )
@@ -66,7 +66,7 @@ def test_a_clean_comparison_raises_no_mistake():
 TRIGGERS = {
     "chose_by_hourly_rate": lambda: clean_situation(candidates=(
         clean_gpu(),
-        clean_gpu(id="A", label="Provider A H100", hourly_price=D("3.00"), effective_unit_cost=D("0.000427785")),
+        clean_gpu(id="A", label="Provider A H100", hourly_price=D("3.00"), effective_unit_cost=D("0.0004245")),
         clean_api(),
     ), chosen_id="A"),
     "memory_fit_yes_no": lambda: clean_situation(candidates=(clean_gpu(tested_context_tokens=4096), clean_api())),
@@ -102,8 +102,8 @@ def test_worked_example_choosing_a_raises_chose_by_hourly_rate():
     assert [(f.reason, f.candidate_id) for f in findings] == [("cheapest_hour_not_cheapest_output", "A")]
     message = findings[0].message()
     assert "Provider A H100 has the lowest hourly price (3.00)" in message
-    assert "0.000427785" in message
-    assert "Provider B H200 delivers one for 0.000354055" in message
+    assert "0.0004245" in message
+    assert "Provider B H200 delivers one for 0.0003515" in message
 
 
 def test_worked_example_choosing_b_is_not_choosing_by_hourly_rate():

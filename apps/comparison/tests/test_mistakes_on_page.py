@@ -71,7 +71,7 @@ def test_choosing_the_cheapest_hour_raises_the_warning(client, team, platform_us
     client.force_login(platform_user)
     page = client.get(reverse("comparison:comparison", args=[summary.pk]), {"chosen": main.pk}).content.decode()
     assert 'data-reason="cheapest_hour_not_cheapest_output"' in page
-    assert "A H100 has the lowest hourly price (3.00) but costs 0.000427785 per accepted output" in page
+    assert "A H100 has the lowest hourly price (3.00) but costs 0.0004245 per accepted output" in page
 
 
 @pytest.mark.parametrize(("language", "title", "message"), [

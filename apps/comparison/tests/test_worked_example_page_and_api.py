@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-EXPECTED = {"a": "0.000427785", "b": "0.000354055", "c": "0.0008325"}
+EXPECTED = {"a": "0.0004245", "b": "0.0003515", "c": "0.0008325"}
 
 pytestmark = pytest.mark.django_db
 
@@ -31,10 +31,14 @@ def test_api_gives_the_worked_example_unit_costs_exactly(client, platform_user, 
         assert Decimal(row["effective_unit_cost"]) == Decimal(expected)
         assert row["effective_unit_cost"] == expected
     a, b, c = (rows[getattr(example, name).pk]["row"] for name in "abc")
-    assert (Decimal(a["gpu_cost"]), Decimal(a["total_cost"]), a["gpus"]) == (Decimal("6570.00"), Decimal("8555.70"), 3)
-    assert Decimal(a["idle_capacity"]).quantize(Decimal("0.01")) == Decimal("3236.67")
-    assert (Decimal(b["gpu_cost"]), Decimal(b["total_cost"]), b["gpus"]) == (Decimal("5110.00"), Decimal("7081.10"), 2)
-    assert Decimal(b["idle_capacity"]).quantize(Decimal("0.01")) == Decimal("2949.51")
+    # The bill (retries inside it, shown once as waste): cost_model's worked example A and B.
+    assert (Decimal(a["billed_compute"]), Decimal(a["total_cost"]), a["gpus"]) == (Decimal("6570.00"),
+                                                                                   Decimal("8490.00"), 3)
+    assert Decimal(a["idle_capacity"]).quantize(Decimal("0.01")) == Decimal("3203.33")
+    assert Decimal(a["retry_waste"]).quantize(Decimal("0.01")) == Decimal("33.33")
+    assert (Decimal(b["billed_compute"]), Decimal(b["total_cost"]), b["gpus"]) == (Decimal("5110.00"),
+                                                                                   Decimal("7030.00"), 2)
+    assert Decimal(b["idle_capacity"]).quantize(Decimal("0.01")) == Decimal("2927.90")
     assert Decimal(c["paid_requests"]) == Decimal(20_400_000)
     assert Decimal(c["total_cost"]) == Decimal("16650.00")
     assert data["cheapest_per_accepted_output"] == example.b.pk
@@ -64,8 +68,8 @@ def test_page_shows_the_worked_example_unit_costs_exactly(client, platform_user,
         row_html = page.split(f'id="candidate-{candidate.pk}"')[1].split("</tr>")[0]
         assert f'data-exact="{expected}"' in row_html
         assert expected in row_html.split('data-exact=')[1]  # the shown figure (at least six significant digits)
-    assert "0.000427785<" in page and "0.000354055<" in page and "0.000832500<" in page
-    assert "6,570.00" in page and "3,236.67" in page and "2,949.51" in page and "16,650.00" not in page
+    assert "0.000424500<" in page and "0.000351500<" in page and "0.000832500<" in page
+    assert "6,536.67" in page and "3,203.33" in page and "2,927.90" in page and "16,650.00" not in page
     assert "3.00000" in page and "3.50000" in page  # the hourly price beside the unit cost
 
 
@@ -94,7 +98,7 @@ def test_choosing_a_raises_chose_by_hourly_rate_in_the_api_and_on_the_page(clien
     rule = next(item for item in data["mistakes"] if item["code"] == "chose_by_hourly_rate")
     assert rule["raised"]
     assert [finding["reason"] for finding in rule["findings"]] == ["cheapest_hour_not_cheapest_output"]
-    assert "0.000354055" in rule["findings"][0]["message"]
+    assert "0.0003515" in rule["findings"][0]["message"]
 
     url = reverse("comparison:comparison", args=[example.summary.pk])
     chose_b = client.get(url, {"chosen": example.b.pk}).content.decode()

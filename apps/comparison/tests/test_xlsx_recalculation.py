@@ -59,7 +59,7 @@ def test_unchanged_workbook_recomputes_the_worked_example(client, platform_user,
     assert str(raw[f"{header['nodes']}{row_a}"].value).startswith("=ROUNDUP(")
     assert raw[f"{header['price per price unit']}{row_a}"].value == 3  # the raw input, unrounded
     values = _unit_costs(recalculate(path, tmp_path), (example.a, example.b, example.c))
-    for candidate, expected in ((example.a, "0.000427785"), (example.b, "0.000354055"), (example.c, "0.0008325")):
+    for candidate, expected in ((example.a, "0.0004245"), (example.b, "0.0003515"), (example.c, "0.0008325")):
         _agree(values[candidate.pk], Decimal(expected))
 
 
@@ -70,7 +70,7 @@ def test_changed_inputs_recompute_like_normalize(client, platform_user, example,
     header = columns(table)
     changes = {  # candidate → {column header: new value}
         example.a: {"price per price unit": Decimal("2.75")},
-        example.b: {"capacity at SLO per GPU (req/s)": Decimal(7), "failure rate": Decimal("0.003")},
+        example.b: {"capacity at SLO per GPU (capacity units/s)": Decimal(7), "failure rate": Decimal("0.003")},
         example.c: {"retry rate": Decimal("0.05"), "API output price per 1M tokens": Decimal("1.20")},
     }
     for candidate, cells in changes.items():
@@ -84,7 +84,8 @@ def test_changed_inputs_recompute_like_normalize(client, platform_user, example,
 
     comparison = comparison_for(platform_user, example.summary)
     demand = dataclasses.replace(comparison.demand, accepted_outputs=Decimal(25_000_000), peak_rate=Decimal(15))
-    field = {"price per price unit": "unit_price", "capacity at SLO per GPU (req/s)": "capacity_at_slo_per_gpu",
+    field = {"price per price unit": "unit_price",
+             "capacity at SLO per GPU (capacity units/s)": "capacity_at_slo_per_gpu",
              "failure rate": "failure_rate", "retry rate": "retry_rate",
              "API output price per 1M tokens": "api_output_price_per_million"}
     by_id = {result.candidate.pk: result for result in comparison.rows}
