@@ -104,6 +104,18 @@ def note_text(note: cost_model.Note, currency: str) -> str:
     if code == "currency_converted":
         return _("converted from %(source)s at %(rate)s %(target)s per %(source)s") % {
             "source": params["source"], "target": params["target"], "rate": _number(params["rate"])}
+    if code == "billed_by_use":
+        return _("%(billed)s billed hours per GPU: the %(busy)s hours the work takes on %(gpus)s GPUs, of the "
+                 "%(operating)s hours available") % {
+            "billed": _number(params["billed_hours"]), "busy": _number(params["busy_hours"]), "gpus": params["gpus"],
+            "operating": _number(params["operating_hours"])}
+    if code == "converted_units":
+        return _("%(factor)s %(want)s per %(have)s (%(source)s)") % {
+            "factor": _number(params["factor"]), "want": params["want"], "have": params["have"],
+            "source": params["source"]}
+    if code == "retries_in_gpu_time":
+        return _("retries and failed attempts use %(share)s of the billed GPU time, shown once as waste") % {
+            "share": _percent(params["share"])}
     if code == "paid_requests":
         return _("%(paid)s paid requests for %(generated)s generated outputs") % {
             "paid": _number(params["paid"]), "generated": _number(params["generated"])}
@@ -149,7 +161,10 @@ def table_rows(comparison: Comparison) -> list[TableRow]:
         rows.append(TableRow(
             result=result,
             badges={name: badges(result.row.provenance.get(name, ()), quote_url) for name in FIGURES},
-            notes=[note_text(note, comparison.currency) for note in result.row.notes],
+            notes=[*([_("one %(unit)s answered in %(hours)s hours on this fleet") % {
+                "unit": comparison.unit_label, "hours": _number(result.row.time_to_answer_hours)}]
+                     if comparison.shows_time_to_answer and result.row.time_to_answer_hours is not None else []),
+                   *(note_text(note, comparison.currency) for note in result.row.notes)],
             input_badges={metric: input_badge(item, quote_url) for metric, item in result.inputs.items()},
             is_cheapest=result is cheapest,
             is_lowest_hourly=result is lowest,

@@ -339,6 +339,24 @@ class Comparison:
         return self.training is not None or is_training_comparison(self.summary)
 
     @property
+    def metric_label(self) -> str:
+        """The decision metric the table's last column is (step 2's, chosen or proposed)."""
+        return self.summary.get_effective_metric_display()
+
+    @property
+    def unit_label(self) -> str:
+        """What one unit of the last column counts: the workload's unit of success, or the metric's own unit."""
+        if self.summary.unit_of_success:
+            return self.summary.get_unit_of_success_display()
+        return {DecisionMetric.TRAINING_RUN: gettext("Completed training run"),
+                DecisionMetric.CHECKPOINT: gettext("Accepted checkpoint")}.get(decision_metric(self.summary) or "", "")
+
+    @property
+    def shows_time_to_answer(self) -> bool:
+        """An evaluation is judged by its cost per suite and by how long one suite takes."""
+        return self.demand is not None and self.demand.unit is WorkUnit.EVAL_SUITE
+
+    @property
     def unit_mismatches(self) -> list[Problem]:
         """Problems that refuse the whole comparison: two units and no conversion between them."""
         return [problem for problem in self.problems if problem.code == "unit_mismatch"]

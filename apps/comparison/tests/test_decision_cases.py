@@ -6,6 +6,7 @@ Each case's arithmetic is in its docstring; every figure is entered through the 
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -78,7 +79,7 @@ def test_a_batch_demand_in_output_tokens_is_converted_to_requests(client, platfo
     assert D(api["effective_unit_cost"]) == D("0.0000026148")
     assert D(api["paid_requests"]) == D(2_040_000)
     body = page(client, summary)
-    assert "H100 on demand" in body and "output token" in body
+    assert "Cost per accepted record or output token" in body and "per Accepted token" in body
 
 
 @pytest.fixture
@@ -104,7 +105,7 @@ def per_second_records(team, platform_user):
 
 def test_b_per_second_billing_charges_the_hours_the_work_takes_and_retries_once(client, platform_user,
                                                                                 per_second_records):
-    summary, _node = per_second_records
+    summary, node_candidate = per_second_records
     client.force_login(platform_user)
     row = api_rows(client, summary)["8×H100 node"]["row"]
     assert (row["gpus"], row["nodes"]) == (8, 1)
@@ -116,7 +117,8 @@ def test_b_per_second_billing_charges_the_hours_the_work_takes_and_retries_once(
     assert close(row["total_cost"], billed)  # the retries are in the bill once, not added again
     assert close(row["effective_unit_cost"], billed / 12_500_000)
     body = page(client, summary)
-    assert "8×H100 node" in body
+    node = body.split(f'id="candidate-{node_candidate.pk}"')[1].split("</tr>")[0]
+    assert "1,111.11" in node and "22.22" in node  # the GPU cost and the retries, each once
 
 
 @pytest.fixture
@@ -142,7 +144,7 @@ def fine_tuning(team, platform_user):
 
 
 def test_c_fine_tuning_is_costed_per_accepted_checkpoint(client, platform_user, fine_tuning):
-    summary, _cluster = fine_tuning
+    summary, cluster_candidate = fine_tuning
     client.force_login(platform_user)
     row = api_rows(client, summary)["8×H100 cluster"]["training_row"]
     assert D(row["cost_per_completed_run"]) == D("160.00")
@@ -150,7 +152,10 @@ def test_c_fine_tuning_is_costed_per_accepted_checkpoint(client, platform_user, 
     assert row["unit"] == "checkpoint"
     assert D(row["cost_per_accepted_output"]) == D("320.00")
     body = page(client, summary)
-    assert "8×H100 cluster" in body
+    cluster = body.split(f'id="candidate-{cluster_candidate.pk}"')[1].split("</tr>")[0]
+    exact = re.findall(r'data-exact="([0-9.]+)"', cluster)
+    assert D("320") in {D(value) for value in exact} and "320.00" in cluster
+    assert "Cost per accepted fine-tuned checkpoint" in body
 
 
 def test_a_comparison_that_mixes_units_is_refused_naming_both(client, platform_user, team):
@@ -167,3 +172,4 @@ def test_a_comparison_that_mixes_units_is_refused_naming_both(client, platform_u
     assert "records" in message and "requests" in message
     body = page(client, summary)
     assert "records" in body and "requests" in body and "capacity unit" in body
+    assert "mixes units without a conversion" in body and "cheapest per accepted output" not in body
