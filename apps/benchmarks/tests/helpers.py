@@ -80,9 +80,10 @@ def measuring_result(candidate, *, rehearsal: bool = False) -> Result:
 
 
 def measured_figure(candidate, metric: str, value, reference: str = "", *, rehearsal: bool = False,
-                    capacity_unit: str = ""):
-    """A figure measured by a benchmark result, written and linked the ingest's way (measured_figure_set)."""
+                    capacity_unit: str = "", actor="ingest_result"):
+    """A figure measured by a benchmark result, written and linked the ingest's way (measured_figure_set). The ingest
+    writes as nobody ("ingest_result"); a builder may pass its person so that the figure reads as it always did."""
     result = measuring_result(candidate, rehearsal=rehearsal)
-    link = measured_figure_set(actor="ingest_result", result=result, candidate=candidate, metric=metric, value=value,
+    link = measured_figure_set(actor=actor, result=result, candidate=candidate, metric=metric, value=value,
                                reference=reference or f"job:{result.job_id} (measured)", capacity_unit=capacity_unit)
     return link.figure

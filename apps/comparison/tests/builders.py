@@ -87,7 +87,7 @@ def measured(candidate, actor, metric: str, value: str, job: str, **extra):
     (a person cannot type one; `job` stays the reference text)."""
     from apps.benchmarks.tests.helpers import measured_figure
 
-    return measured_figure(candidate, metric, value, job, **extra)
+    return measured_figure(candidate, metric, value, job, actor=actor, **extra)
 
 
 def gpu_candidate(
