@@ -4,7 +4,7 @@ import django_filters
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from apps.benchmarks.models import BenchmarkPlan, Job, JobStatus, PlanStatus
+from apps.benchmarks.models import BenchmarkPlan, FigureMeasurement, Job, JobStatus, PlanStatus
 
 
 def _plans(request):
@@ -29,3 +29,13 @@ class PlanFilterSet(django_filters.FilterSet):
     class Meta:
         model = BenchmarkPlan
         fields = ["status"]
+
+
+class FigureMeasurementFilterSet(django_filters.FilterSet):
+    candidate = django_filters.NumberFilter(label=_("Candidate"), field_name="figure__candidate_id")
+    figure = django_filters.NumberFilter(label=_("Figure"), field_name="figure_id")
+    rehearsal = django_filters.BooleanFilter(label=_("Rehearsal"))
+
+    class Meta:
+        model = FigureMeasurement
+        fields = ["candidate", "figure", "rehearsal"]

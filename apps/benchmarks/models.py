@@ -339,6 +339,11 @@ class Result(models.Model):
     recorded_at = models.DateTimeField(_("recorded at"), default=timezone.now)
     ingested_at = models.DateTimeField(_("ingested at"), null=True, blank=True, db_index=True)
     summary = models.JSONField(_("summary"), null=True, blank=True)
+    rehearsal = models.BooleanField(
+        _("rehearsal"), default=False,
+        help_text=_("Run on a CPU or against the built-in mock serving stack: never a measurement of a GPU."),
+    )
+    rehearsal_reasons = models.JSONField(_("why a rehearsal"), default=list, blank=True)
 
     objects = scoped_queryset("job__team").as_manager()
 
@@ -353,3 +358,30 @@ class Result(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attempt} → {self.status}"
+
+
+class FigureMeasurement(models.Model):
+    """The link that makes a candidate's figure measured: the canonical result of the job that measured it.
+
+    The ingest (apps/benchmarks/measurements.py) writes the figure with source "measured" and this link in one
+    transaction; a person cannot enter a measured figure. A rehearsal's figure (the result ran on a CPU or against the
+    mock stack) is stored and linked with `rehearsal` set: it is shown as such and never counts as measured.
+    It lives here, above evidence, because a lower app never points at a higher one.
+    """
+
+    figure = models.OneToOneField("evidence.CandidateFigure", on_delete=models.CASCADE, related_name="measurement",
+                                  verbose_name=_("figure"))
+    result = models.ForeignKey(Result, on_delete=models.CASCADE, related_name="figure_measurements",
+                               verbose_name=_("result"))
+    rehearsal = models.BooleanField(_("rehearsal"), default=False)
+    created_at = models.DateTimeField(_("linked at"), default=timezone.now)
+
+    objects = scoped_queryset("figure__candidate__team").as_manager()
+
+    class Meta:
+        ordering = ["figure"]
+        verbose_name = _("figure measurement")
+        verbose_name_plural = _("figure measurements")
+
+    def __str__(self) -> str:
+        return f"{self.figure} ← result {self.result_id}{' (rehearsal)' if self.rehearsal else ''}"

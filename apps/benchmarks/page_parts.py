@@ -9,6 +9,8 @@ from django.template.loader import render_to_string
 
 from apps.accounts.roles import Role, has_role
 from apps.benchmarks import memory_fit
+from apps.benchmarks.measurements import REHEARSAL_LABEL, UNLINKED_LABEL, reason_labels
+from apps.benchmarks.models import FigureMeasurement
 from apps.benchmarks.templatetags.resilience import acceptance_flags, resilience_results
 from apps.benchmarks.templatetags.throughput_charts import throughput_results
 from apps.common import page_parts
@@ -63,7 +65,22 @@ def acceptance_flags_on_quote(request, *, quote) -> str:
     return render_to_string("benchmarks/partials/acceptance_flags.html", acceptance_flags(quote=quote), request=request)
 
 
+def measurement_on_figure(request, *, figure) -> str:
+    """Beside a measured figure on the evidence pages: the result it is linked to, "rehearsal — not a GPU
+    measurement", or "measured (unlinked)" (it does not count as measured)."""
+    if figure.source != "measured":
+        return ""
+    link = (FigureMeasurement.objects.select_related("result__job", "result__attempt").filter(figure_id=figure.pk)
+            .first())
+    result = link.result if link is not None else None
+    return render_to_string("benchmarks/partials/figure_measurement.html", {
+        "figure": figure, "link": link, "result": result, "rehearsal_label": REHEARSAL_LABEL,
+        "unlinked_label": UNLINKED_LABEL, "reasons": reason_labels(result.rehearsal_reasons) if result else [],
+    }, request=request)
+
+
 def register() -> None:
+    page_parts.register("evidence.figure.measurement", measurement_on_figure)
     page_parts.register("workloads.summary.memory_fit", memory_fit_on_summary)
     page_parts.register("quotes.candidate.results", results_on_candidate)
     page_parts.register("quotes.candidate.memory_fit", memory_fit_on_candidate)

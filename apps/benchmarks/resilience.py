@@ -6,7 +6,9 @@ are checked and recomputed by the pure module `phase3_figures` (formulas in docs
 server"); a malformed result is summarised with a `problem` and nothing of it reaches the candidate.
 
 The candidate is the job's (`Job.candidate`, as for phase 2); only the job's canonical, succeeded result writes
-phase-4 inputs, with source "measured" and reference `job:N`.
+phase-4 inputs, with source "measured" and reference `job:N`, each linked to this result
+(apps/benchmarks/measurements.py): when the run was on the candidate's node or its quoted GPU model, or as a rehearsal
+(CPU, built-in mock stack), which is labelled so and never counts as measured.
 """
 
 from __future__ import annotations
@@ -23,11 +25,17 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from apps.benchmarks import resilience_figures as figures
+from apps.benchmarks.measurements import (
+    FigureKept,
+    counts_as_measured,
+    measured_figure_set,
+    measurement_of,
+    measures_candidate,
+)
 from apps.benchmarks.models import Result, ResultStatus
 from apps.benchmarks.storage import artifact_storage
 from apps.benchmarks.throughput import candidate_of
-from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
-from apps.evidence.services import candidate_figure_set
+from apps.evidence.models import CandidateFigure, FigureMetric
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +85,13 @@ def store_on_candidate(result: Result, kind: str, phase4: dict[str, Any], *, cav
     if not result.canonical or result.status != ResultStatus.SUCCEEDED:
         report["skipped"].append("not the job's canonical, succeeded result")
         return report
+    report["rehearsal"] = result.rehearsal
+    if not result.rehearsal:
+        measures, why_not = measures_candidate(result, candidate)
+        if not measures:
+            report["skipped"].append(why_not)
+            return report
+    kind_note = "rehearsal — not a GPU measurement" if result.rehearsal else "measured"
     for name, (value, note) in phase4["figures"].items():
         metric = _metric(name)
         steady = _steady_state_failure_rate(candidate) if name == "failed_request_fraction" else None
@@ -84,12 +99,14 @@ def store_on_candidate(result: Result, kind: str, phase4: dict[str, Any], *, cav
             report["skipped"].append(f"failure rate: the steady-state figure measured by phase 2 ({steady}) stands; "
                                      "this one was measured under induced failures")
             continue
-        reference = f"job:{result.job_id} (measured, phase 3 {kind}): {note}{caveat}"
+        reference = f"job:{result.job_id} ({kind_note}, phase 3 {kind}): {note}{caveat}"
         try:
-            candidate_figure_set(actor=ACTOR, candidate=candidate, metric=metric, value=Decimal(value),
-                             source=FigureSource.MEASURED, reference=reference[:500])
+            measured_figure_set(actor=ACTOR, result=result, candidate=candidate, metric=metric, value=Decimal(value),
+                                reference=reference)
         except ValidationError as error:
             report["skipped"].append(f"{metric}: {'; '.join(error.messages)}")
+        except FigureKept as kept:
+            report["skipped"].append(str(kept))
         else:
             report["stored"].append(str(metric))
     return report
@@ -101,14 +118,12 @@ def _steady_state_failure_rate(candidate) -> str | None:
     Phase 2 measures failures at a steady load, phase 3 under failures it induces on purpose; phase 4 reads the failure
     rate as the steady waste of every hour, so a phase-2 figure is never replaced by a phase-3 one (whatever order the
     results are ingested in); phase 3's stands only where no steady-state figure exists."""
-    from apps.benchmarks.models import Job
-
-    current = CandidateFigure.objects.filter(candidate=candidate, metric=FigureMetric.FAILURE_RATE,
-                                         source=FigureSource.MEASURED).first()
-    match = JOB_REFERENCE.match(current.reference) if current is not None else None
-    if match and Job.objects.filter(pk=int(match.group(1)), kind="throughput").exists():
-        return f"job:{match.group(1)}"
-    return None
+    current = (CandidateFigure.objects.select_related("measurement__result__job")
+               .filter(candidate=candidate, metric=FigureMetric.FAILURE_RATE).first())
+    if current is None or not counts_as_measured(current):
+        return None
+    job = measurement_of(current).result.job
+    return f"job:{job.pk}" if job.kind == "throughput" else None
 
 
 def _plain(phase4: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from django.utils.translation import gettext as _
 from dossier_agent.contract import job_specs
 
 from apps.audit.services import model_create, model_snapshot, record_change
+from apps.benchmarks.measurements import result_rehearsal_reasons
 from apps.benchmarks.models import (
     ACTIVE_JOB_STATUSES,
     LIVE_ATTEMPT_STATUSES,
@@ -738,12 +739,16 @@ def attempt_finish(*, attempt: JobAttempt, idempotency_key: str, raw_body: bytes
 
         status = payload["status"]
         canonical = _settle_job(job=job, attempt=attempt, status=status, error=payload.get("error"), now=now)
+        # A run on a CPU or against the built-in mock stack is a rehearsal, never a GPU measurement.
+        rehearsal_reasons = result_rehearsal_reasons(spec=job.spec, result_data=payload.get("result"),
+                                                     attempt=attempt)
         result = Result.objects.create(
             job=job, attempt=attempt, status=status, canonical=canonical, result=payload.get("result"),
             error=payload.get("error"), started_at=payload.get("started_at"), finished_at=payload["finished_at"],
             event_count=payload["event_count"], events_received=attempt.events.count(),
             agent_version=payload.get("agent_version") or attempt.agent.version, spec=job.spec,
             spec_sha256=job.spec_sha256, acceptance_criteria=job.acceptance_criteria, recorded_at=now,
+            rehearsal=bool(rehearsal_reasons), rehearsal_reasons=rehearsal_reasons,
         )
         result.artifacts.set(artifacts)
         reply = {"job_id": str(job.pk), "attempt": attempt.number, "status": status, "canonical": canonical,

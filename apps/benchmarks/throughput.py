@@ -16,9 +16,11 @@ really sent.
 
 When the job measures a candidate (`Job.candidate`: named by its plan at dispatch, or the candidate of the node of
 the agent that ran it offline) and this result is the job's canonical one, the measured figures go to the
-candidate's phase-4 inputs with the job as reference: capacity at the SLO per GPU (sweeps), p95/p99 end-to-end
-latency and the failure fraction (a valid run, or the capacity level of a sweep). An invalid run (the client fell
-behind its schedule) is flagged and never stored there.
+candidate's phase-4 inputs with the job as reference, each linked to this result (apps/benchmarks/measurements.py)
+when the run was on the candidate's node or its quoted GPU model; a rehearsal (CPU, mock stack) stores them linked as
+a rehearsal, which never counts as measured and never replaces another figure: capacity at the SLO per GPU
+(sweeps), p95/p99 end-to-end latency and the failure fraction (a valid run, or the capacity level of a sweep). An
+invalid run (the client fell behind its schedule) is flagged and never stored there.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ from django.core.exceptions import ValidationError
 from dossier_agent.contract import metrics
 from dossier_agent.contract.load_spec import LoadSpec, level_spec
 
+from apps.benchmarks.measurements import FigureKept, measured_figure_set, measures_candidate
 from apps.benchmarks.models import Result, ResultStatus
 from apps.benchmarks.storage import artifact_storage
 from apps.common.decimals import from_float
-from apps.evidence.models import CandidateFigure, CapacityUnit, FigureMetric, FigureSource
-from apps.evidence.services import candidate_figure_set
+from apps.evidence.models import CandidateFigure, CapacityUnit, FigureMetric
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +202,12 @@ def store_on_candidate(result: Result, measured: dict[str, Any]) -> dict[str, An
     if not result.canonical or result.status != ResultStatus.SUCCEEDED:
         report["skipped"].append("not the job's canonical, succeeded result")
         return report
+    report["rehearsal"] = result.rehearsal
+    if not result.rehearsal:
+        measures, why_not = measures_candidate(result, candidate)
+        if not measures:
+            report["skipped"].append(why_not)
+            return report
     reference = f"job:{result.job_id}"
     figures: list[tuple[str, Decimal, str, str]] = []
     summary = measured["summary"]
@@ -238,11 +246,15 @@ def store_on_candidate(result: Result, measured: dict[str, Any]) -> dict[str, An
         else:
             report["skipped"].append("failure rate: as many requests failed as were served, or more")
     for metric, value, unit, note in figures:
+        if result.rehearsal:
+            note = note.replace("(measured)", "(rehearsal — not a GPU measurement)", 1)
         try:
-            candidate_figure_set(actor=ACTOR, candidate=candidate, metric=metric, value=value,
-                             source=FigureSource.MEASURED, reference=note[:500], capacity_unit=unit)
+            measured_figure_set(actor=ACTOR, result=result, candidate=candidate, metric=metric, value=value,
+                                reference=note[:500], capacity_unit=unit)
         except ValidationError as error:
             report["skipped"].append(f"{metric}: {'; '.join(error.messages)}")
+        except FigureKept as kept:
+            report["skipped"].append(str(kept))
         else:
             report["stored"].append(str(metric))
     return report

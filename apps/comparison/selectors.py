@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.benchmarks.measurements import counts_as_measured
 from apps.common import decimals, work_units
 from apps.common.provenance import ProvenanceKind
 from apps.common.work_units import Conversion, WorkUnit
@@ -244,10 +245,11 @@ class CandidateResult:
         return item.value if item is not None else None
 
     def measured(self, metric: str) -> CandidateFigure | None:
-        """The figure for `metric` when it is benchmark evidence: measured on this candidate. The one test of
-        "measured" the comparison and the mistake checks use."""
+        """The figure for `metric` when it is benchmark evidence: measured on this candidate, linked to the canonical
+        result of its job, not a rehearsal (apps/benchmarks/measurements.counts_as_measured). The one test of
+        "measured" the comparison and the mistake checks use; a typed "job:N" reference is not evidence."""
         item = self.inputs.get(metric)
-        return item if item is not None and item.source == FigureSource.MEASURED else None
+        return item if item is not None and counts_as_measured(item) else None
 
     def measured_value(self, metric: str) -> Decimal | None:
         item = self.measured(metric)
@@ -423,7 +425,12 @@ def candidates_for_comparison(user, summary: WorkloadSummary) -> QuerySet[Candid
                 queryset=CostLine.objects.current().select_related("estimated_by"),
                 to_attr="current_cost_lines",
             ),
-            Prefetch("figures", queryset=CandidateFigure.objects.select_related("entered_by")),
+            # A rehearsal's figure (CPU, mock stack) is no input: the comparison sees that figure as missing. Its
+            # figures stay readable, labelled, as `candidate.rehearsal_figures` (each `.measurement.rehearsal`).
+            Prefetch("figures", queryset=CandidateFigure.objects.select_related("entered_by", "measurement__result")
+                     .exclude(measurement__rehearsal=True)),
+            Prefetch("figures", queryset=CandidateFigure.objects.select_related("measurement__result__job")
+                     .filter(measurement__rehearsal=True), to_attr="rehearsal_figures"),
         )
         .order_by("label", "pk")
     )

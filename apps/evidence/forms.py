@@ -6,6 +6,10 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from apps.evidence.models import CapacityUnit, FigureMetric, FigureSource
+from apps.evidence.services import measured_refused_message
+
+#: What a person may choose: measured figures come from benchmark results, never typed.
+ENTERED_SOURCES = [(value, label) for value, label in FigureSource.choices if value != FigureSource.MEASURED]
 
 
 class CandidateFigureForm(forms.Form):
@@ -18,10 +22,13 @@ class CandidateFigureForm(forms.Form):
         label=_("Capacity unit"), choices=[("", "—"), *CapacityUnit.choices], required=False,
         help_text=_("Only for the capacity at the SLO."),
     )
-    source = forms.ChoiceField(label=_("Source"), choices=FigureSource.choices)
+    # Every source is a valid choice so that "measured" gets its own clear error (clean_source); the menu offers only
+    # the sources a person may enter.
+    source = forms.ChoiceField(label=_("Source"), choices=FigureSource.choices,
+                               help_text=_("Measured figures come from benchmark results."))
     reference = forms.CharField(
         label=_("Reference"), max_length=500, required=False,
-        help_text=_("Measured: the benchmark job (e.g. job:42). Quoted: the document or message that states it."),
+        help_text=_("Quoted: the document or message that states it."),
     )
     estimated_by = forms.CharField(
         label=_("Estimated by"), max_length=200, required=False, help_text=_("Empty: you.")
@@ -36,3 +43,10 @@ class CandidateFigureForm(forms.Form):
             self.fields["metric"].choices = metric_choices
         if metric_fixed:
             self.fields["metric"].disabled = True
+        self.fields["source"].widget.choices = ENTERED_SOURCES
+
+    def clean_source(self) -> str:
+        source = self.cleaned_data["source"]
+        if source == FigureSource.MEASURED:
+            raise forms.ValidationError(measured_refused_message())
+        return source

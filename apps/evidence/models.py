@@ -109,8 +109,11 @@ class FigureSource(models.TextChoices):
 class CandidateFigure(EnteredByModel, HistoryLinkedModel):
     """One figure of one candidate (capacity, latency, failure rate…), with where it comes from.
 
-    measured: `reference` names the benchmark job (e.g. "job:42"); quoted: `reference` names the quote document or
-    message; estimated: `estimated_by` and `estimate_reason` say who estimated it and why.
+    measured: written only by the benchmarks ingest, `reference` names the benchmark job (e.g. "job:42 (measured): …")
+    and a `benchmarks.FigureMeasurement` links the figure to the canonical result that measured it (a lower app never
+    points up, so the link lives there); a measured figure counts as evidence only through that link, never a
+    rehearsal's (apps/benchmarks/measurements.counts_as_measured). A person enters only quoted (`reference` names
+    the quote document or message) or estimated figures (`estimated_by` and `estimate_reason` say who and why).
     """
 
     candidate = models.ForeignKey(

@@ -1,6 +1,10 @@
 """Writes of the phase-4 inputs: one figure per candidate and metric, set (created or changed) or removed, each with
-its provenance and an audit entry. The benchmarks app calls `candidate_figure_set` with source "measured" and the job as
-reference when a result lands; until then a person enters the figure with its source.
+its provenance and an audit entry.
+
+A person enters a figure through `candidate_figure_enter`: quoted or estimated, never measured. Measured figures come
+from benchmark results: the benchmarks ingest (apps/benchmarks/measurements.measured_figure_set) calls
+`candidate_figure_set` with source "measured" and links the figure to the result that measured it in the same
+transaction; a measured figure without that link does not count as measured (apps/comparison/selectors).
 """
 
 from __future__ import annotations
@@ -74,6 +78,23 @@ def candidate_figure_set(
     changes = {**values, "entered_by": entered_by, "entered_at": timezone.now()}
     existing, _changed = model_update(instance=existing, actor=actor, data=changes, fields=changes, team=candidate.team)
     return existing
+
+
+def measured_refused_message() -> str:
+    return _("Measured figures come from benchmark results: enter this one as quoted or estimated.")
+
+
+def refuse_typed_measured(source: str) -> None:
+    """A person cannot type a measured figure: it comes from a benchmark result, linked to it."""
+    if source == FigureSource.MEASURED:
+        raise ValidationError({"source": measured_refused_message()})
+
+
+@transaction.atomic
+def candidate_figure_enter(*, actor, candidate, metric: str, source: str, **values) -> CandidateFigure:
+    """A person's figure (page, form, API): quoted or estimated; "measured" is refused on the source field."""
+    refuse_typed_measured(source)
+    return candidate_figure_set(actor=actor, candidate=candidate, metric=metric, source=source, **values)
 
 
 @transaction.atomic

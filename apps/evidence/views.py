@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, has_role
+from apps.common import page_parts
 from apps.common.forms import add_service_errors
 from apps.evidence import services
 from apps.evidence.display import input_badge
@@ -65,7 +66,7 @@ def candidate_figures(request, pk: int):
         _require_writer(request)
         if form.is_valid():
             try:
-                services.candidate_figure_set(
+                services.candidate_figure_enter(
                     actor=request.user, candidate=candidate, **_input_values(form, form.cleaned_data["metric"])
                 )
             except ValidationError as error:
@@ -81,7 +82,10 @@ def candidate_figures(request, pk: int):
         "evidence/candidate_figures.html",
         {
             "candidate": candidate,
-            "inputs": [(item, input_badge(item, quote_url)) for item in inputs],
+            # The benchmarks app says what links a measured figure to its result (or labels a rehearsal's) in the
+            # slot "evidence.figure.measurement"; it is above evidence, so it fills the slot, evidence never asks it.
+            "inputs": [(item, input_badge(item, quote_url),
+                        page_parts.render("evidence.figure.measurement", request, figure=item)) for item in inputs],
             "missing": [label for value, label in relevant if value not in entered],
             "form": form,
             "can_write": can_write(request.user),
@@ -100,7 +104,7 @@ def figure_edit(request, pk: int):
     form = CandidateFigureForm(request.POST or None, initial=initial, metric_fixed=True)
     if request.method == "POST" and form.is_valid():
         try:
-            services.candidate_figure_set(
+            services.candidate_figure_enter(
                 actor=request.user, candidate=item.candidate, **_input_values(form, item.metric)
             )
         except ValidationError as error:
@@ -109,7 +113,9 @@ def figure_edit(request, pk: int):
             messages.success(request, _("Phase-4 input saved."))
             return redirect("evidence:candidate-figures", pk=item.candidate_id)
     return render(
-        request, "evidence/figure_form.html", {"item": item, "form": form},
+        request, "evidence/figure_form.html",
+        {"item": item, "form": form,
+         "measurement": page_parts.render("evidence.figure.measurement", request, figure=item)},
         status=400 if request.method == "POST" else 200,
     )
 

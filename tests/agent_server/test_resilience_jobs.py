@@ -53,7 +53,9 @@ def acceptance_run(tmp_path_factory):
 
 @pytest.fixture
 def candidate(team, platform_user):
-    return gpu_candidate(team, platform_user, workload(team), label="H200 node", price="3.50", capacity="2")
+    # The H200 node the agent of these tests reports (apps/fleet/tests/helpers.inventory): its runs measure it.
+    return gpu_candidate(team, platform_user, workload(team), label="H200 node", price="3.50", capacity="2",
+                         gpu_name="NVIDIA H200")
 
 
 def _inputs(candidate) -> dict[str, CandidateFigure]:
@@ -77,7 +79,11 @@ def test_a_checkpoint_round_trip_stores_the_write_time_and_the_lost_work(checkpo
     lost = result["projections"][0]["lost_work"]
     assert float(inputs["lost_work_gpu_hours"].value) == pytest.approx(lost["expected_total_gpu_hours_per_failure"],
                                                                         rel=1e-9)
-    assert inputs["checkpoint_write_hours"].reference.startswith(f"job:{stored.job_id} (measured, phase 3 checkpoint)")
+    # device "cpu": a rehearsal, stored where the candidate had no such figure, labelled, and never measured evidence
+    assert stored.rehearsal is True and stored.rehearsal_reasons == ["cpu_device"]
+    assert inputs["checkpoint_write_hours"].reference.startswith(
+        f"job:{stored.job_id} (rehearsal — not a GPU measurement, phase 3 checkpoint)")
+    assert inputs["checkpoint_write_hours"].measurement.rehearsal is True
 
     client.force_login(platform_user)
     html = client.get(reverse("quotes:candidate-detail", args=[candidate.pk])).content.decode()

@@ -12,9 +12,11 @@ import pytest
 from dossier_agent.contract import metrics
 from dossier_agent.contract.load_spec import LoadSpec
 from dossier_agent.jobs import throughput as throughput_job
+from dossier_agent.loadgen import selfcheck
 
 from apps.benchmarks import tasks, throughput
-from apps.benchmarks.models import Result
+from apps.benchmarks.measurements import counts_as_measured
+from apps.benchmarks.models import FigureMeasurement, Result
 from apps.benchmarks.services import plan_dispatch, plan_request_dispatch
 from apps.benchmarks.tests.helpers import make_plan
 from apps.comparison.tests.builders import gpu_candidate, measured, workload
@@ -167,10 +169,17 @@ def test_an_invalid_run_is_flagged_and_never_lands_on_the_candidate(api, pool, t
 
 def test_a_sweep_puts_capacity_per_gpu_and_tail_latency_on_the_candidate_with_provenance(api, pool, team,
                                                                                         platform_user):
-    candidate = gpu_candidate(team, platform_user, workload(team), label="H200 node", price="3.50", capacity="2")
+    # The agent reports an H200 node (apps/fleet/tests/helpers.inventory) and the serving stack is one it did not
+    # start (the loopback mock, run here as an outside server): to the server, a measurement of the H200 candidate.
+    candidate = gpu_candidate(team, platform_user, workload(team), label="H200 node", price="3.50", capacity="2",
+                              gpu_name="NVIDIA H200")
     measured(candidate, platform_user, "gpus_per_replica", "2", "job:1")
     sweep = {"key": "rate", "levels": [20, 120], "level_duration_s": 1.4}
-    stored, agent_result, _ctx = run_and_finish(api, pool, run_spec(sweep=sweep), candidate=candidate)
+    with selfcheck.MockProcess("--ttft-ms=5", "--token-ms=1") as stack:
+        spec = run_spec(sweep=sweep)
+        spec["endpoint"] = {"url": stack.url, "api": "chat"}
+        stored, agent_result, _ctx = run_and_finish(api, pool, spec, candidate=candidate)
+    assert stored.rehearsal is False
 
     tasks.ingest_result(stored.pk)
     stored.refresh_from_db()
@@ -196,6 +205,11 @@ def test_a_sweep_puts_capacity_per_gpu_and_tail_latency_on_the_candidate_with_pr
         f"failed requests ÷ requests served = {counts['errors']} ÷ {counts['measured'] - counts['errors']}")
     assert sorted(phase["phase4"]["stored"]) == sorted(
         ["capacity_at_slo", "p95_latency_ms", "p99_latency_ms", "failure_rate"])
+    # Each figure is linked (a foreign key, not the reference text) to the canonical result that measured it.
+    for metric in phase["phase4"]["stored"]:
+        link = FigureMeasurement.objects.get(figure=inputs[metric])
+        assert (link.result_id, link.rehearsal) == (stored.pk, False)
+        assert counts_as_measured(inputs[metric])
 
 
 def level_records(rate: float, seconds: float, *, stall: tuple[int, float] | None = None) -> bytes:

@@ -2,7 +2,8 @@
 
 from rest_framework import serializers
 
-from apps.benchmarks.models import Artifact, BenchmarkPlan, Job, JobAttempt, JobEvent, Result
+from apps.benchmarks.measurements import counts_as_measured
+from apps.benchmarks.models import Artifact, BenchmarkPlan, FigureMeasurement, Job, JobAttempt, JobEvent, Result
 
 
 class BenchmarkPlanSerializer(serializers.ModelSerializer):
@@ -58,14 +59,36 @@ class ArtifactSerializer(serializers.ModelSerializer):
 
 class ResultSerializer(serializers.ModelSerializer):
     attempt = serializers.IntegerField(source="attempt.number", read_only=True)
+    is_rehearsal = serializers.BooleanField(source="rehearsal", read_only=True)
     artifacts = serializers.SlugRelatedField(slug_field="sha256", many=True, read_only=True)
 
     class Meta:
         model = Result
         fields = ["id", "job", "attempt", "status", "canonical", "result", "error", "started_at", "finished_at",
                   "event_count", "events_received", "agent_version", "spec", "spec_sha256", "acceptance_criteria",
-                  "artifacts", "recorded_at", "ingested_at", "summary"]
+                  "artifacts", "recorded_at", "ingested_at", "summary", "is_rehearsal", "rehearsal_reasons"]
         read_only_fields = fields
+
+
+class FigureMeasurementSerializer(serializers.ModelSerializer):
+    """Which result measured a candidate's figure, and whether it counts: the comparison, exports and records label
+    a rehearsal "rehearsal — not a GPU measurement" from `is_rehearsal`."""
+
+    candidate = serializers.IntegerField(source="figure.candidate_id", read_only=True)
+    metric = serializers.CharField(source="figure.metric", read_only=True)
+    job = serializers.IntegerField(source="result.job_id", read_only=True)
+    is_rehearsal = serializers.BooleanField(source="rehearsal", read_only=True)
+    rehearsal_reasons = serializers.ListField(source="result.rehearsal_reasons", read_only=True)
+    counts_as_measured = serializers.SerializerMethodField()
+
+    class Meta:
+        model = FigureMeasurement
+        fields = ["id", "figure", "candidate", "metric", "result", "job", "is_rehearsal", "rehearsal_reasons",
+                  "counts_as_measured", "created_at"]
+        read_only_fields = fields
+
+    def get_counts_as_measured(self, link: FigureMeasurement) -> bool:
+        return counts_as_measured(link.figure)
 
 
 class CancelSerializer(serializers.Serializer):

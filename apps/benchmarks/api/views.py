@@ -10,12 +10,13 @@ from apps.benchmarks.api.serializers import (
     ArtifactSerializer,
     BenchmarkPlanSerializer,
     CancelSerializer,
+    FigureMeasurementSerializer,
     JobEventSerializer,
     JobSerializer,
     ResultSerializer,
 )
-from apps.benchmarks.filters import JobFilterSet, PlanFilterSet
-from apps.benchmarks.models import Artifact, BenchmarkPlan, Job, Result
+from apps.benchmarks.filters import FigureMeasurementFilterSet, JobFilterSet, PlanFilterSet
+from apps.benchmarks.models import Artifact, BenchmarkPlan, FigureMeasurement, Job, Result
 from apps.benchmarks.selectors import job_events
 from apps.benchmarks.services import job_cancel
 
@@ -70,4 +71,19 @@ class ResultViewSet(viewsets.ReadOnlyModelViewSet):
             .select_related("attempt")
             .prefetch_related("artifacts")
             .order_by("-recorded_at", "-pk")
+        )
+
+
+class FigureMeasurementViewSet(viewsets.ReadOnlyModelViewSet):
+    """The link of each measured figure to the result that measured it (`?candidate=`, `?figure=`), with
+    `is_rehearsal` and whether it counts as measured. Written only by the ingest."""
+
+    serializer_class = FigureMeasurementSerializer
+    filterset_class = FigureMeasurementFilterSet
+
+    def get_queryset(self):
+        return (
+            FigureMeasurement.objects.for_user(self.request.user)
+            .select_related("figure", "result")
+            .order_by("figure__candidate_id", "figure__metric")
         )

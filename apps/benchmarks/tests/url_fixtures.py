@@ -59,6 +59,13 @@ def _make_candidate(team):
     return make_candidate(team)
 
 
+def make_figure_measurement(team):
+    from apps.benchmarks.tests.helpers import measured_figure
+
+    figure = measured_figure(_make_candidate(team), "p95_latency_ms", "850")
+    return figure.measurement
+
+
 URL_FIXTURES = {
     "benchmarks:plan-detail": make_plan,
     "benchmarks:plan-dispatch": make_plan,
@@ -75,4 +82,5 @@ URL_FIXTURES = {
     "benchmarks-api:job-events": make_job,
     "benchmarks-api:artifact-detail": make_artifact,
     "benchmarks-api:result-detail": make_result_job,
+    "benchmarks-api:figure-measurement-detail": make_figure_measurement,
 }

@@ -14,7 +14,6 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from apps.evidence.services import candidate_figure_set
 from apps.quotes import services as quote_services
 from apps.quotes.models import ChecklistQuestion, Quote
 from apps.quotes.tests.factories import GpuFactory
@@ -84,9 +83,11 @@ def add_estimated_line(quote: Quote, actor, *, kind: str, rate: str, quantity: s
 
 
 def measured(candidate, actor, metric: str, value: str, job: str, **extra):
-    return candidate_figure_set(
-        actor=actor, candidate=candidate, metric=metric, value=value, source="measured", reference=job, **extra
-    )
+    """A measured figure as a benchmark writes it: linked to the canonical result of a job on the candidate's node
+    (a person cannot type one; `job` stays the reference text)."""
+    from apps.benchmarks.tests.helpers import measured_figure
+
+    return measured_figure(candidate, metric, value, job, actor=actor, **extra)
 
 
 def gpu_candidate(
@@ -156,12 +157,15 @@ def worked_example(team, actor, **workload_changes) -> WorkedExample:
 def many_candidates(team, summary, count: int, *, actor) -> list:
     """`count` priced candidates with cost lines and phase-4 inputs, made with factories and plain creates (fast
     enough for 50; the services are exercised by the worked example). Every fifth one is an API route."""
+    from apps.benchmarks.models import FigureMeasurement
+    from apps.benchmarks.tests.helpers import measuring_result
     from apps.evidence.models import CandidateFigure
     from apps.quotes.models import Candidate, CostLine
     from apps.quotes.tests.factories import PriceVersionFactory, QuoteFactory, VendorFactory
 
     gpu = GpuFactory(name="NVIDIA H100")
     candidates = []
+    shared_result = None
     for index in range(count):
         vendor = VendorFactory(team=team)
         api = index % 5 == 4
@@ -186,10 +190,15 @@ def many_candidates(team, summary, count: int, *, actor) -> list:
         if not api:
             figures += [("capacity_at_slo", Decimal(4 + index % 6), "requests_per_second"),
                         ("memory_margin", Decimal("0.25"), "")]
-        CandidateFigure.objects.bulk_create([
+        created = CandidateFigure.objects.bulk_create([
             CandidateFigure(candidate=candidate, metric=metric, value=value, capacity_unit=unit, source="measured",
                         reference=f"job:{candidate.pk}{number}", entered_by=actor)
             for number, (metric, value, unit) in enumerate(figures)
         ])
+        # Measured: linked to a benchmark result (one shared result keeps 50 candidates fast to build).
+        if shared_result is None:
+            shared_result = measuring_result(candidate)
+        FigureMeasurement.objects.bulk_create([FigureMeasurement(figure=item, result=shared_result)
+                                               for item in created])
         candidates.append(candidate)
     return candidates

@@ -105,7 +105,7 @@ def test_browser_form_names_the_missing_provenance(client, team, platform_user):
     candidate = make_figure_candidate(team)
     client.force_login(platform_user)
     response = client.post(reverse("evidence:candidate-figures", args=[candidate.pk]),
-                           {"metric": "failure_rate", "value": "0.01", "source": "measured", "reference": ""})
+                           {"metric": "failure_rate", "value": "0.01", "source": "quoted", "reference": ""})
     assert response.status_code == 400
     assert "A measured or quoted figure needs its reference." in response.content.decode()
 
@@ -129,14 +129,16 @@ def test_platform_writes_through_the_api(client, team, platform_user):
     client.force_login(platform_user)
     created = client.post(reverse("evidence-api:figure-list"),
                           {"candidate": item.candidate_id, "metric": "failure_rate", "value": "0.004",
-                           "source": "measured", "reference": "job:77"}, content_type="application/json")
+                           "source": "quoted", "reference": "quote:77"}, content_type="application/json")
     assert created.status_code == 201, created.content
     assert created.json()["value"] == "0.004" and created.json()["entered_by"] == platform_user.username
-    changed = client.patch(reverse("evidence-api:figure-detail", args=[item.pk]), {"value": "6.5"},
+    # A measured figure is the benchmark's: a person replaces it with a quoted or estimated one, never edits it.
+    changed = client.patch(reverse("evidence-api:figure-detail", args=[item.pk]),
+                           {"value": "6.5", "source": "quoted", "reference": "quote:77"},
                            content_type="application/json")
     assert changed.status_code == 200 and changed.json()["value"] == "6.5"
     item.refresh_from_db()
-    assert str(item.value) == "6.5" and item.source == "measured" and item.capacity_unit == "requests_per_second"
+    assert str(item.value) == "6.5" and item.source == "quoted" and item.capacity_unit == "requests_per_second"
     refused = client.patch(reverse("evidence-api:figure-detail", args=[item.pk]),
                            {"source": "estimated"}, content_type="application/json")
     assert refused.status_code == 400 and "estimate" in str(refused.json()).lower()

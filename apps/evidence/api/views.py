@@ -34,7 +34,7 @@ class CandidateFigureViewSet(
         data = dict(serializer.validated_data)
         data.pop("candidate", None)
         data.pop("metric", None)
-        serializer.instance = services.candidate_figure_set(
+        serializer.instance = services.candidate_figure_enter(
             actor=self.request.user, candidate=candidate, metric=metric, **data
         )
 

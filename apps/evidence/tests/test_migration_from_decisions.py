@@ -38,6 +38,12 @@ def _migrate(targets) -> MigrationExecutor:
 @pytest.mark.django_db(transaction=True)
 def test_figures_and_their_audit_trail_survive_the_move_back_and_forth(team, platform_user):
     candidate = make_figure_candidate(team)
+    # Quoted, not measured: a measured figure's link to its result lives in benchmarks, whose tables the move back
+    # drops (and the link migration's own test is apps/benchmarks/tests/test_measured_figures_migration.py).
+    for item in candidate.figures.filter(source="measured"):
+        candidate_figure_set(actor=platform_user, candidate=candidate, metric=item.metric, value=item.value,
+                             source="quoted", reference=f"quote:{candidate.quote_id}",
+                             capacity_unit=item.capacity_unit)
     candidate_figure_set(actor=platform_user, candidate=candidate, metric="p99_latency_ms", value="1650",
                          source="estimated", estimated_by="pat", estimate_reason="vendor's figure plus 10 %")
     figures = _rows(CandidateFigure)

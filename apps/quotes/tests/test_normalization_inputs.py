@@ -1,7 +1,8 @@
-"""The quote side of phase 4: a candidate's inputs feed apps/decisions/cost_model.py as they are.
+"""The quote side of phase 4: a candidate's inputs feed apps/comparison/cost_model.py as they are.
 
 The worked example of the comparison (candidate A, on-demand H100 at 3.00 USD per GPU-hour) is rebuilt from a
-quote, its cost lines and an estimated retry rate; with the measured capacity added, normalize() gives 0.0004245 (the retries inside the bill, counted once).
+quote, its cost lines and an estimated retry rate; with the measured capacity added, normalize() gives 0.0004245
+(the retries inside the bill, counted once).
 """
 
 import datetime
