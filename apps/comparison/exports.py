@@ -141,6 +141,9 @@ def result_data(result: CandidateResult) -> dict:
         "training_row": training_row_data(result.training_row) if result.training_row is not None else None,
         "training_hourly_price": _plain(result.training_hourly_price),
         "error": _problem_data(result.problem) if result.problem is not None else None,
+        # A rehearsal (a CPU or the built-in mock) is shown with its figures, never as a GPU measurement.
+        "rehearsals": [{**item, "value": money.exact(item["value"]), "label": "rehearsal — not a GPU measurement"}
+                       for item in result.rehearsals],
     }
     data["display"] = {
         "predicted_memory_margin": money.shown(result.predicted_memory_margin, money.FigureKind.QUANTITY),
@@ -248,6 +251,7 @@ CSV_HEADERS = (
     "retry_waste", "failure_loss", "preemption_rework", "failure_waste", "total_cost", "generated_outputs",
     "accepted_outputs", "effective_unit_cost", "hourly_price", "quality_acceptance", "p95_latency_ms",
     "p99_latency_ms", "memory_margin", "predicted_memory_margin", "notes", "provenance", "error_field", "error",
+    "unit", "billed_compute", "time_to_answer_hours", "rehearsals",
 )
 
 
@@ -264,8 +268,14 @@ TRAINING_CSV_HEADERS = (
     "candidate_id", "label", "kind", "currency", "gpus", "price_per_gpu_hour", "compute_hours", "checkpoints",
     "checkpoint_hours", "expected_failures", "failed_run_waste_hours", "wall_clock_hours", "gpu_hours",
     "gpu_compute", "checkpointing", "failed_run_waste", "storage", "network", "platform_labor", "other_costs",
-    "cost_per_completed_run", "error_field", "error",
+    "cost_per_completed_run", "error_field", "error", "acceptance", "unit", "cost_per_accepted_output", "rehearsals",
 )
+
+
+def _rehearsals_text(result: CandidateResult) -> str:
+    """A rehearsal's figures in one cell, labelled: they are never a GPU measurement."""
+    return " | ".join(f"rehearsal — not a GPU measurement: {item['metric']} = {money.exact(item['value'])} "
+                      f"(job {item['job_id']})" for item in result.rehearsals)
 
 
 def _training_csv(comparison: Comparison) -> str:
@@ -277,14 +287,16 @@ def _training_csv(comparison: Comparison) -> str:
         row, run = result.training_row, result.training_run
         if row is None:
             problem = result.problem
-            writer.writerow([*head, *[""] * (len(TRAINING_CSV_HEADERS) - 5),
-                             problem.field if problem else "", problem.message if problem else ""])
+            writer.writerow([*head, *[""] * (len(TRAINING_CSV_HEADERS) - 9),
+                             problem.field if problem else "", problem.message if problem else "", "", "", "",
+                             _rehearsals_text(result)])
             continue
         writer.writerow([_plain(value) for value in [
             *head, row.currency, run.gpus, result.training_hourly_price, row.compute_hours, row.checkpoints,
             row.checkpoint_hours, row.expected_failures, row.failed_run_waste_hours, row.wall_clock_hours,
             row.gpu_hours, row.gpu_compute, row.checkpointing, row.failed_run_waste, row.storage, row.network,
-            row.platform_labor, row.other_costs, row.cost_per_completed_run, "", "",
+            row.platform_labor, row.other_costs, row.cost_per_completed_run, "", "", row.acceptance, row.unit,
+            row.cost_per_accepted_output, _rehearsals_text(result),
         ]])
     return buffer.getvalue()
 
@@ -304,8 +316,9 @@ def comparison_csv(comparison: Comparison) -> str:
         head = [result.candidate.pk, result.label, str(result.candidate.kind)]
         if row is None:
             problem = result.problem
-            writer.writerow([*head, *[""] * (len(CSV_HEADERS) - 5),
-                             problem.field if problem else "", problem.message if problem else ""])
+            writer.writerow([*head, *[""] * (len(CSV_HEADERS) - 9),
+                             problem.field if problem else "", problem.message if problem else "", "", "", "",
+                             _rehearsals_text(result)])
             continue
         writer.writerow([_plain(value) for value in [
             *head, str(row.commercial_model), row.currency, row.gpus, row.nodes, row.billed_hours_per_gpu,
@@ -314,7 +327,8 @@ def comparison_csv(comparison: Comparison) -> str:
             row.total_cost, row.generated_outputs, row.accepted_outputs, row.effective_unit_cost,
             row.hourly_price, row.quality_acceptance, *measured,
             result.predicted_memory_margin, " | ".join(note_text(note, row.currency) for note in row.notes),
-            _provenance_text(row), "", "",
+            _provenance_text(row), "", "", row.unit, row.billed_compute, row.time_to_answer_hours,
+            _rehearsals_text(result),
         ]])
     return buffer.getvalue()
 

@@ -231,6 +231,8 @@ class CandidateResult:
     training_run: cost_model.TrainingRun | None = None
     training_row: cost_model.TrainingRow | None = None
     training_hourly_price: Decimal | None = None  # per GPU-hour in the reporting currency
+    #: Figures a rehearsal (a CPU or the built-in mock) produced for this candidate: shown, labelled, never counted.
+    rehearsals: list[dict] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -359,6 +361,11 @@ class Comparison:
         return self.demand is not None and self.demand.unit is WorkUnit.EVAL_SUITE
 
     @property
+    def rehearsal_results(self) -> list[CandidateResult]:
+        """Candidates with figures from a rehearsal (a CPU or the built-in mock): shown as such, never counted."""
+        return [result for result in self.results if result.rehearsals]
+
+    @property
     def unit_mismatches(self) -> list[Problem]:
         """Problems that refuse the whole comparison: two units and no conversion between them."""
         return [problem for problem in self.problems if problem.code == "unit_mismatch"]
@@ -408,6 +415,14 @@ def summaries_for(user) -> QuerySet[WorkloadSummary]:
 
 def summary_get(user, pk) -> WorkloadSummary:
     return get_object_or_404(summaries_for(user), pk=pk)
+
+
+def rehearsal_data(item: CandidateFigure) -> dict:
+    """A rehearsal's figure as the page, the exports and a frozen record show it: what it measured, on which job, why
+    it is a rehearsal."""
+    result = item.measurement.result
+    return {"metric": item.metric, "value": item.value, "capacity_unit": item.capacity_unit,
+            "job_id": result.job_id, "reasons": list(result.rehearsal_reasons or ())}
 
 
 def candidates_for_comparison(user, summary: WorkloadSummary) -> QuerySet[Candidate]:
@@ -937,7 +952,8 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
     currency = summary.team.reporting_currency
     candidates = list(candidates_for_comparison(user, summary))
     results = [
-        CandidateResult(candidate, {item.metric: item for item in candidate.figures.all()})
+        CandidateResult(candidate, {item.metric: item for item in candidate.figures.all()},
+                        rehearsals=[rehearsal_data(item) for item in getattr(candidate, "rehearsal_figures", ())])
         for candidate in candidates
     ]
     demand = demand_problem = training = None

@@ -119,6 +119,7 @@ def _result_data(result: comparison_selectors.CandidateResult) -> dict:
         "warnings": list(result.warnings),
         "predicted_memory_margin": result.predicted_memory_margin,
         "facts": result.facts,
+        "rehearsals": [dict(item) for item in result.rehearsals],
     }
 
 
@@ -224,14 +225,35 @@ def rebuild(hint: Any, data: Any) -> Any:
     return data
 
 
+#: Fields the cost model gained after some records were frozen, and what such an older snapshot means by them: a
+#: record is read as it was signed, never re-judged (its row's GPU cost was then the whole compute bill; its training
+#: row counted every completed run).
+ADDED_FIELDS: dict[type, dict[str, Any]] = {
+    cost_model.Row: {
+        "billed_compute": lambda data: data["gpu_cost"],
+        "unit": lambda data: "",
+        "capacity_unit": lambda data: "",
+        "time_to_answer_hours": lambda data: None,
+    },
+    cost_model.TrainingRow: {
+        "acceptance": lambda data: "1",
+        "unit": lambda data: "training_run",
+        "cost_per_accepted_output": lambda data: data["cost_per_completed_run"],
+    },
+}
+
+
 def _rebuild_dataclass(cls: type, data: Mapping[str, Any]) -> Any:
     if cls is cost_model.Note:
         return cost_model.Note(data["code"], {name: _number_or_text(value) for name, value in data["params"].items()})
     hints = typing.get_type_hints(cls)
     instance = object.__new__(cls)
+    added = ADDED_FIELDS.get(cls, {})
     for item in dataclasses.fields(cls):
         if item.name in data:
             value = rebuild(hints[item.name], data[item.name])
+        elif item.name in added:
+            value = rebuild(hints[item.name], added[item.name](data))
         elif item.default is not dataclasses.MISSING:
             value = item.default
         elif item.default_factory is not dataclasses.MISSING:
@@ -335,6 +357,7 @@ def comparison_from_data(data: Mapping, *, language: str | None = None) -> compa
                 warnings=list(item["warnings"]),
                 predicted_memory_margin=rebuild(Decimal, item["predicted_memory_margin"]),
                 facts=rebuild(mistakes.CandidateFacts, item["facts"]),
+                rehearsals=[{**entry, "value": Decimal(entry["value"])} for entry in item.get("rehearsals", ())],
             )
         )
     by_id = {result.id: result for result in results}

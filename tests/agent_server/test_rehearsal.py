@@ -91,6 +91,18 @@ def test_a_cpu_rehearsal_for_an_h100_candidate_leaves_the_capacity_missing_and_s
     capacity_link = next(row for row in links["results"] if row["figure"] == capacity.pk)
     assert capacity_link["is_rehearsal"] is True and capacity_link["counts_as_measured"] is False
 
+    # The comparison shows it as a rehearsal on its page, in its API and its CSV, and never as a measured figure.
+    page = client.get(reverse("comparison:comparison", args=[summary.pk])).content.decode()
+    rehearsals = page.split('id="rehearsals"')[1].split("</section>")[0]
+    assert REHEARSAL in rehearsals and "capacity_at_slo" in rehearsals and f"#{stored.job_id}" in rehearsals
+    data = client.get(reverse("comparison-api:comparison", args=[summary.pk])).json()
+    (entry,) = data["candidates"]
+    assert {item["metric"] for item in entry["rehearsals"]} >= {"capacity_at_slo"}
+    assert all(item["label"] == REHEARSAL for item in entry["rehearsals"])
+    assert all(item["metric"] != "capacity_at_slo" for item in entry["inputs"])
+    csv_text = client.get(reverse("comparison:comparison-csv", args=[summary.pk])).content.decode()
+    assert f"{REHEARSAL}: capacity_at_slo" in csv_text
+
 
 def test_a_cpu_rehearsal_never_replaces_the_persons_estimate_which_the_comparison_keeps(
         cpu_api, pool, team, platform_user):
