@@ -235,6 +235,11 @@ def store_on_candidate(result: Result, measured: dict[str, Any]) -> dict[str, An
             report["skipped"].append(f"{q}: too few samples")
         else:
             figures.append((metric, from_float(value * 1000, 3), "", f"{reference} (measured): end-to-end {q}"))
+    mean_tokens = (summary.get("output_length") or {}).get("mean")
+    if mean_tokens:
+        # The conversion between requests and output tokens the comparison needs for a demand counted in tokens.
+        figures.append((FigureMetric.OUTPUT_TOKENS_PER_REQUEST, from_float(mean_tokens, 3), "",
+                        f"{reference} (measured): mean output tokens of the requests served"))
     measured, errors = summary["counts"]["measured"], summary["counts"]["errors"]
     if measured:
         # Per request served, as phase 4 charges failures: generated × (1 + retry rate + failure rate).

@@ -204,7 +204,10 @@ def test_a_sweep_puts_capacity_per_gpu_and_tail_latency_on_the_candidate_with_pr
     assert inputs["failure_rate"].reference.endswith(
         f"failed requests ÷ requests served = {counts['errors']} ÷ {counts['measured'] - counts['errors']}")
     assert sorted(phase["phase4"]["stored"]) == sorted(
-        ["capacity_at_slo", "p95_latency_ms", "p99_latency_ms", "failure_rate"])
+        ["capacity_at_slo", "p95_latency_ms", "p99_latency_ms", "failure_rate", "output_tokens_per_request"])
+    # The conversion a demand counted in output tokens needs: the mean output tokens of the requests served.
+    assert inputs["output_tokens_per_request"].value == Decimal(str(round(phase["summary"]["output_length"]["mean"],
+                                                                          3)))
     # Each figure is linked (a foreign key, not the reference text) to the canonical result that measured it.
     for metric in phase["phase4"]["stored"]:
         link = FigureMeasurement.objects.get(figure=inputs[metric])
@@ -252,9 +255,12 @@ def finish_sweep(api, pool, spec: dict[str, Any], levels: dict[float, bytes], *,
 
 
 def test_a_level_the_client_did_not_send_is_never_the_capacity(api, pool, team, platform_user):
-    candidate = gpu_candidate(team, platform_user, workload(team), label="H200 node", price="3.50", capacity="2")
+    candidate = gpu_candidate(team, platform_user, workload(team), label="H200 node", price="3.50", capacity="2",
+                              gpu_name="NVIDIA H200")
     measured(candidate, platform_user, "gpus_per_replica", "2", "job:1")
     spec = run_spec(lag_limit_s=0.005, sweep={"key": "rate", "levels": [1000, 2000, 4000], "level_duration_s": 1.6})
+    # The records below are built here: a serving stack outside the agent, so a measurement, not a rehearsal.
+    spec["endpoint"] = {"url": "http://127.0.0.1:9/v1", "api": "chat"}
     # Window [0.3, 1.5] s. At 4,000 req/s the client stalls 46 requests before the window's end until 2 s: under 1 %
     # of the window's 4,801, so the send-lag p99 stays at 1 ms, but 42 fewer were sent in the window than scheduled,
     # where the 5 ms limit lets 21 slip. Every request is answered within the SLO: by attainment alone the level
