@@ -18,9 +18,11 @@ PURE_MODULES = (
     "apps.common.decimals",
     "apps.common.money",
     "apps.common.provenance",
+    "apps.common.work_units",
     "apps.quotes.kinds",
     "apps.comparison.cost_model",
     "apps.comparison.mistakes",
+    "apps.benchmarks.rehearsal",
     "apps.catalog.catalog_csv",
     "apps.workloads.memory",
 )

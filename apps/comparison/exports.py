@@ -727,6 +727,13 @@ def _problems_sheet(workbook, comparison: Comparison) -> None:
     problems.append(["candidate", "field", "problem"])
     for problem in comparison.problems:
         problems.append([problem.candidate_label, problem.field, problem.message])
+    if comparison.rehearsal_results:
+        rehearsals = workbook.create_sheet("Rehearsals")
+        rehearsals.append(["candidate", "figure", "value", "job", "why a rehearsal", "label"])
+        for result in comparison.rehearsal_results:
+            for item in result.rehearsals:
+                rehearsals.append([result.label, item["metric"], money.exact(item["value"]), item["job_id"],
+                                   "; ".join(item["reasons"]), "rehearsal — not a GPU measurement"])
 
 
 def _training_xlsx(comparison: Comparison) -> bytes:

@@ -5,6 +5,9 @@ as missing (or keeps the person's estimate): the rehearsal is neither measured G
 
 from __future__ import annotations
 
+import io
+
+import openpyxl
 import pytest
 from django.urls import reverse
 
@@ -102,6 +105,10 @@ def test_a_cpu_rehearsal_for_an_h100_candidate_leaves_the_capacity_missing_and_s
     assert all(item["metric"] != "capacity_at_slo" for item in entry["inputs"])
     csv_text = client.get(reverse("comparison:comparison-csv", args=[summary.pk])).content.decode()
     assert f"{REHEARSAL}: capacity_at_slo" in csv_text
+    workbook = openpyxl.load_workbook(io.BytesIO(
+        client.get(reverse("comparison:comparison-xlsx", args=[summary.pk])).content))
+    labels = {(row[1], row[5]) for row in workbook["Rehearsals"].iter_rows(min_row=2, values_only=True)}
+    assert ("capacity_at_slo", REHEARSAL) in labels
 
 
 def test_a_cpu_rehearsal_never_replaces_the_persons_estimate_which_the_comparison_keeps(
