@@ -4,6 +4,7 @@ a ready workload version with a GPU candidate and an API route, their figures en
 
 import itertools
 
+from apps.comparison.services import mistake_waiver_create
 from apps.comparison.tests.builders import api_candidate, gpu_candidate, workload
 from tests.factories import UserFactory
 from tests.url_registry import team_object
@@ -24,7 +25,17 @@ def make_compared_workload(team):
     return summary
 
 
+def make_waiver(team):
+    """A recorded waiver of the interconnect check for a multi-GPU candidate, by a named platform member."""
+    actor = _entering_user(team)
+    summary = workload(team)
+    candidate = gpu_candidate(team, actor, summary, label="2×H100 replica", price="3.00", capacity="5")
+    return mistake_waiver_create(actor=actor, candidate=candidate, rule="interconnect_ignored",
+                                 reason="single-node NVLink, vendor all-reduce report attached")
+
+
 URL_FIXTURES = {
+    "comparison-api:waiver-detail": team_object(make_waiver),
     "comparison:comparison": team_object(make_compared_workload),
     "comparison:comparison-print": team_object(make_compared_workload),
     "comparison:comparison-csv": team_object(make_compared_workload),

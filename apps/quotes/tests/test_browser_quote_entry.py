@@ -40,7 +40,7 @@ def test_platform_enters_a_quote_with_its_price_and_checklist(page, login, platf
     page.get_by_role("button", name="Save and continue to the checklist").click()
     page.wait_for_url("**/checklist/")
     quote = Quote.objects.get(title="8× H200 reserved, Jakarta")
-    assert page.locator("#checklist-progress").inner_text().startswith("0 of 20")
+    assert page.locator("#checklist-progress").inner_text().startswith("0 of 30")
 
     # Answer two hardware questions and save the section: htmx swaps it in place and updates the progress.
     section = page.locator("#section-hardware")
@@ -52,7 +52,7 @@ def test_platform_enters_a_quote_with_its_price_and_checklist(page, login, platf
     section.get_by_role("button").click()
     page.locator("#section-hardware .saved-note").wait_for()
     assert page.url == url_before  # no page load: the section was swapped by htmx
-    assert page.locator("#checklist-progress").inner_text().startswith("2 of 20")
+    assert page.locator("#checklist-progress").inner_text().startswith("2 of 30")
     assert set(ChecklistAnswer.objects.filter(quote=quote).values_list("question__code", "status")) == {
         ("gpu-model-memory-node", "answered"),
         ("failed-hardware-replacement", "not_provided"),
