@@ -144,6 +144,7 @@ def result_data(result: CandidateResult) -> dict:
         # A rehearsal (a CPU or the built-in mock) is shown with its figures, never as a GPU measurement.
         "rehearsals": [{**item, "value": money.exact(item["value"]), "label": "rehearsal — not a GPU measurement"}
                        for item in result.rehearsals],
+        "waivers": [dict(item) for item in result.waivers],
     }
     data["display"] = {
         "predicted_memory_margin": money.shown(result.predicted_memory_margin, money.FigureKind.QUANTITY),

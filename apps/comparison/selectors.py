@@ -22,6 +22,7 @@ from apps.common import decimals, work_units
 from apps.common.provenance import ProvenanceKind
 from apps.common.work_units import Conversion, WorkUnit
 from apps.comparison import cost_model, mistakes
+from apps.comparison.models import MistakeWaiver
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 from apps.quotes import checklist_data, kinds
 from apps.quotes import selectors as quote_selectors
@@ -233,6 +234,8 @@ class CandidateResult:
     training_hourly_price: Decimal | None = None  # per GPU-hour in the reporting currency
     #: Figures a rehearsal (a CPU or the built-in mock) produced for this candidate: shown, labelled, never counted.
     rehearsals: list[dict] = field(default_factory=list)
+    #: The rules a named person waived for this candidate: who, when, why (shown beside the mistakes check).
+    waivers: list[dict] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -361,6 +364,13 @@ class Comparison:
         return self.demand is not None and self.demand.unit is WorkUnit.EVAL_SUITE
 
     @property
+    def waiver_lines(self) -> list[dict]:
+        """Every recorded waiver, with the rule's title, the candidate, who took it, when and why."""
+        titles = {rule.rule.code: rule.title for rule in self.rules}
+        return [{**waiver, "rule_title": titles.get(waiver["rule"], waiver["rule"]), "candidate": result.label}
+                for result in self.results for waiver in result.waivers]
+
+    @property
     def rehearsal_results(self) -> list[CandidateResult]:
         """Candidates with figures from a rehearsal (a CPU or the built-in mock): shown as such, never counted."""
         return [result for result in self.results if result.rehearsals]
@@ -425,6 +435,13 @@ def rehearsal_data(item: CandidateFigure) -> dict:
             "job_id": result.job_id, "reasons": list(result.rehearsal_reasons or ())}
 
 
+def waiver_data(waiver) -> dict:
+    """A recorded waiver as the page, the exports and a frozen record show it."""
+    person = waiver.waived_by
+    return {"rule": waiver.rule, "by": (person.get_full_name() or person.get_username()) if person else "",
+            "reason": waiver.reason, "at": waiver.created_at.isoformat()}
+
+
 def candidates_for_comparison(user, summary: WorkloadSummary) -> QuerySet[Candidate]:
     """The version's candidates with everything the comparison reads, prefetched (a fixed number of queries)."""
     return (
@@ -433,7 +450,8 @@ def candidates_for_comparison(user, summary: WorkloadSummary) -> QuerySet[Candid
         .select_related("quote__vendor", "quote__gpu", "team")
         .prefetch_related(
             # The mistakes check: the waivers and the checklist answers (owners of the operations lines).
-            "mistake_waivers", Prefetch("quote__answers", queryset=ChecklistAnswer.objects.select_related("question")),
+            Prefetch("mistake_waivers", queryset=MistakeWaiver.objects.select_related("waived_by").order_by("pk")),
+            Prefetch("quote__answers", queryset=ChecklistAnswer.objects.select_related("question")),
             Prefetch("quote__price_versions", queryset=PriceVersion.objects.order_by("component", "-number")),
             Prefetch(
                 "quote__cost_lines",
@@ -953,7 +971,8 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
     candidates = list(candidates_for_comparison(user, summary))
     results = [
         CandidateResult(candidate, {item.metric: item for item in candidate.figures.all()},
-                        rehearsals=[rehearsal_data(item) for item in getattr(candidate, "rehearsal_figures", ())])
+                        rehearsals=[rehearsal_data(item) for item in getattr(candidate, "rehearsal_figures", ())],
+                        waivers=[waiver_data(waiver) for waiver in candidate.mistake_waivers.all()])
         for candidate in candidates
     ]
     demand = demand_problem = training = None

@@ -120,6 +120,7 @@ def _result_data(result: comparison_selectors.CandidateResult) -> dict:
         "predicted_memory_margin": result.predicted_memory_margin,
         "facts": result.facts,
         "rehearsals": [dict(item) for item in result.rehearsals],
+        "waivers": [dict(item) for item in result.waivers],
     }
 
 
@@ -358,6 +359,7 @@ def comparison_from_data(data: Mapping, *, language: str | None = None) -> compa
                 predicted_memory_margin=rebuild(Decimal, item["predicted_memory_margin"]),
                 facts=rebuild(mistakes.CandidateFacts, item["facts"]),
                 rehearsals=[{**entry, "value": Decimal(entry["value"])} for entry in item.get("rehearsals", ())],
+                waivers=[dict(entry) for entry in item.get("waivers", ())],
             )
         )
     by_id = {result.id: result for result in results}

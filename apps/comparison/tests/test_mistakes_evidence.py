@@ -221,6 +221,12 @@ def test_platform_records_a_waiver_through_the_api_and_the_comparison_shows_it_w
     items = listed["results"] if isinstance(listed, dict) else listed
     assert [(item["candidate"], item["rule"], item["waived_by"]) for item in items] == [
         (candidate.pk, "interconnect_ignored", "pat")]
+    # The comparison's API and page say who waived it and why, beside the mistakes check.
+    (entry,) = [item for item in client.get(url).json()["candidates"] if item["candidate_id"] == candidate.pk]
+    assert [(waiver["rule"], waiver["by"]) for waiver in entry["waivers"]] == [("interconnect_ignored", "pat")]
+    page = client.get(reverse("comparison:comparison", args=[summary.pk])).content.decode()
+    waivers = page.split('id="waivers"')[1].split("</ul>")[0]
+    assert "waived for" in waivers and "pat" in waivers and candidate.label in waivers
 
 
 def test_a_waiver_with_a_blank_reason_or_twice_is_refused(client, team, platform_user):
