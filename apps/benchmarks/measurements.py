@@ -96,7 +96,7 @@ def measured_figure_set(
     measured, quoted or estimated figure (FigureKept)."""
     if not result.canonical or result.status != ResultStatus.SUCCEEDED:
         raise ValidationError({"source": gettext("Only the canonical, succeeded result of a job measures a figure.")})
-    existing = (CandidateFigure.objects.select_for_update().select_related("measurement")
+    existing = (CandidateFigure.objects.select_for_update(of=("self",)).select_related("measurement")
                 .filter(candidate=candidate, metric=metric).first())
     if result.rehearsal and existing is not None and _figure_rank(existing) != "rehearsal":
         raise FigureKept(f"{metric}: a rehearsal does not replace the {existing.source} figure")
