@@ -43,8 +43,10 @@ def test_sigkill_under_load_is_detected_recovered_and_every_request_accounted_fo
     assert 0 <= kill["time_to_detection_s"] < 1.0 and kill["recovered"]
     # time to healthy against the time the mock itself logs as ready, both from the kill
     assert kill["logged_ready_s"] > DELAY_S  # the process start counts too, not the injected delay alone
+    # A probe in flight when the stack comes up may wait out its own timeout (max(0.2, 10 × the 0.05 s interval) =
+    # 0.5 s) before the next one sees it: that bounds the resolution, more so on a loaded machine (0.27 s seen in CI).
     difference = abs(kill["time_to_healthy_s"] - kill["logged_ready_s"])
-    assert difference <= max(0.2, 0.1 * kill["logged_ready_s"])
+    assert difference <= max(0.5, 0.1 * kill["logged_ready_s"])
     assert kill["ready_check"]["within"] is True
     assert kill["time_to_first_success_s"] >= kill["logged_ready_s"]
     assert kill["errors_after_event"].get("connect_refused", 0) > 0
