@@ -5,7 +5,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.common.models import user_foreign_key
+from apps.accounts.fields import user_foreign_key
 
 
 class AppendOnlyError(Exception):

@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from functools import reduce
 from operator import or_
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.fields import user_foreign_key
 from apps.accounts.scoping import TeamScopedQuerySet
 from apps.common.provenance import REFERENCED_KINDS, ProvenanceKind
 
@@ -32,21 +32,6 @@ class HistoryLinkedModel(models.Model):
 
     def get_history_url(self) -> str:
         return reverse("audit:object-history", args=[self._meta.app_label, self._meta.model_name, self.pk])
-
-
-def user_foreign_key(verbose_name, *, on_delete=models.SET_NULL) -> models.ForeignKey:
-    """The person who did something to a row (created, entered, answered it…), if known; no reverse accessor.
-
-    SET_NULL keeps the row, as done by nobody, when the account goes; PROTECT where the person must stay known.
-    """
-    return models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=on_delete,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=verbose_name,
-    )
 
 
 class CreatedByModel(models.Model):

@@ -11,8 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.fields import user_foreign_key
 from apps.accounts.scoping import scoped_queryset
-from apps.common.models import TeamOwnedModel, team_foreign_key, user_foreign_key
+from apps.common.models import TeamOwnedModel, team_foreign_key
 
 
 class RecordStatus(models.TextChoices):

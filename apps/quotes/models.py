@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.fields import user_foreign_key
 from apps.accounts.scoping import TeamScopedQuerySet, scoped_queryset
 from apps.common import money
 from apps.common.fields import ExactDecimalField
@@ -26,7 +27,6 @@ from apps.common.models import (
     source_field,
     sourced_pair_constraints,
     team_foreign_key,
-    user_foreign_key,
 )
 from apps.quotes import kinds
 from apps.quotes.kinds import USAGE_UNITS

@@ -17,13 +17,13 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from apps.accounts.fields import user_foreign_key
 from apps.accounts.scoping import TeamScopedQuerySet
 from apps.common.models import (
     TeamOwnedModel,
     source_field,
     sourced_pair_constraints,
     team_foreign_key,
-    user_foreign_key,
 )
 from apps.workloads import rules
 from apps.workloads.memory import inference, precisions, shapes, training
