@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,35 +24,9 @@ from apps.benchmarks.tests.helpers import make_plan
 from apps.comparison.tests.builders import gpu_candidate, measured, workload
 from apps.evidence.models import CandidateFigure
 from apps.fleet.tests.helpers import AgentApi, register_agent
+from tests.agent_server.resilience_support import Collect
 
 pytestmark = pytest.mark.django_db
-
-
-class Collect:
-    """The job context the throughput job needs, keeping its artifacts in memory."""
-
-    def __init__(self) -> None:
-        self.artifacts: dict[str, tuple[str, bytes, str]] = {}
-
-    def log(self, message: str, **fields: Any) -> None:
-        pass
-
-    def progress(self, fraction: float, message: str = "") -> None:
-        pass
-
-    def event(self, kind: str, data: dict[str, Any]) -> None:
-        pass
-
-    def add_artifact(self, data: bytes, name: str, media_type: str) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        self.artifacts[name] = (digest, bytes(data), media_type)
-        return digest
-
-    def cancelled(self) -> bool:
-        return False
-
-    def raise_if_cancelled(self) -> None:
-        pass
 
 
 def run_spec(rate: float = 150, *, lag_limit_s: float = 0.5, sweep: dict | None = None) -> dict[str, Any]:
@@ -81,8 +57,9 @@ def run_and_finish(api, pool, spec: dict[str, Any], *, candidate=None) -> tuple[
     plan_request_dispatch(plan=plan)
     plan_dispatch(plan_id=plan.pk)
     claimed = api.claim_job(job_kinds=("throughput",))
-    ctx = Collect()
-    result = throughput_job.run(spec, ctx)
+    with tempfile.TemporaryDirectory(prefix="throughput-") as workdir:
+        ctx = Collect(Path(workdir))
+        result = throughput_job.run(spec, ctx)
     listed = []
     for name, (digest, data, media_type) in ctx.artifacts.items():
         response = api.put_artifact(claimed, data, name=name, media_type=media_type)
