@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from dossier_agent import __version__, structured_log
-from dossier_agent.config import AgentConfig, load_config
+from dossier_agent.config import AgentConfig, load_config, unknown_environment
 from dossier_agent.errors import AgentTooOld, AuthenticationFailed, ConfigError, PermanentError, TransientError
 from dossier_agent.jobs.registry import JobRegistry, discover
 from dossier_agent.structured_log import format_fields, log
@@ -204,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         log(logger, logging.ERROR, "configuration error", detail=str(error))
         return EXIT_CONFIG
     structured_log.configure(config.log_level)
+    for message in unknown_environment(os.environ):
+        log(logger, logging.WARNING, "configuration warning", detail=message)
     try:
         return COMMANDS[arguments.command](config, arguments)
     except ConfigError as error:

@@ -7,6 +7,7 @@ operations for phase-3 jobs are tables: `[operations.restart_serving]` with `com
 
 from __future__ import annotations
 
+import difflib
 import os
 import socket
 import tomllib
@@ -144,8 +145,34 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read the configuration file {path}: {error.strerror}") from None
     unknown = sorted(set(data) - _ALL_FIELDS)
     if unknown:
-        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(_ALL_FIELDS))}")
+        raise ConfigError(unknown_setting_message(unknown[0], sorted(_ALL_FIELDS), str(path)))
     return {key: _parse_value(key, value, str(path)) for key, value in data.items()}
+
+
+# DOSSIER_AGENT_* variables that are not the agent's settings: the server's own (config/settings.py), which an agent
+# on the server's host may inherit, and the configuration file's path.
+NOT_AGENT_SETTINGS = frozenset({
+    ENV_PREFIX + "CONFIG",
+    ENV_PREFIX + "HEARTBEAT_INTERVAL_S", ENV_PREFIX + "CLAIM_INTERVAL_S", ENV_PREFIX + "OFFLINE_AFTER_S",
+    ENV_PREFIX + "MAX_BODY_BYTES", ENV_PREFIX + "MAX_EVENTS_PER_BATCH",
+})
+
+
+def unknown_setting_message(name: str, known: list[str], origin: str) -> str:
+    """One wording for an unknown setting, in a file or the environment: what is unknown, the closest known one."""
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"{origin}: unknown setting {name}{hint}; known: {', '.join(known)}"
+
+
+def unknown_environment(environ: Mapping[str, str]) -> list[str]:
+    """A message per DOSSIER_AGENT_* variable the agent does not read: a misspelling is otherwise silently ignored."""
+    known = sorted(ENV_PREFIX + key.upper() for key in _ALL_FIELDS - {"operations"})
+    return [
+        unknown_setting_message(name, known, "environment")
+        for name in sorted(environ)
+        if name.startswith(ENV_PREFIX) and name not in known and name not in NOT_AGENT_SETTINGS
+    ]
 
 
 def read_environment(environ: Mapping[str, str]) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from dossier_agent.retry import Backoff, call_with_retries
 from dossier_agent.structured_log import log
 
 logger = logging.getLogger(__name__)
+# The 409 codes a renewal gets once the attempt has ended on the server (its finish arrived).
+FINISHED_CODES = frozenset({"attempt_not_running", "attempt_finished"})
 
 
 class LeaseKeeper:
@@ -49,6 +51,7 @@ class LeaseKeeper:
         self._thread = threading.Thread(target=self._run, name=f"lease-{job_id}", daemon=True)
         self.cancel_requested = threading.Event()
         self.superseded = threading.Event()
+        self.delivering = threading.Event()  # the job process has ended; its finish may reach the server first
         self.fatal = threading.Event()
         self.fatal_error: PermanentError | None = None
         self.cancel_reason = ""
@@ -127,8 +130,12 @@ class LeaseKeeper:
             try:
                 self.renew_once()
             except AttemptSuperseded as error:
-                log(logger, logging.WARNING, "attempt superseded", job=self._job_id, attempt=self._attempt,
-                    error=error.code, detail=error.detail)
+                # While the finish is being delivered, a renewal answered "not running"/"finished" only means the
+                # finish got there first: the normal end of a lease, not a warning.
+                finished_first = self.delivering.is_set() and error.code in FINISHED_CODES
+                log(logger, logging.INFO if finished_first else logging.WARNING,
+                    "attempt already finished" if finished_first else "attempt superseded",
+                    job=self._job_id, attempt=self._attempt, error=error.code, detail=error.detail)
                 self.superseded.set()
                 return
             except (AuthenticationFailed, AgentTooOld) as error:

@@ -240,6 +240,7 @@ class AgentRunner:
             lease = self._start(client, attempt, claim)
             if lease is not None:
                 self.jobs_run += 1
+                lease.delivering.set()
             self.deliver_now(client, attempt)
         finally:
             if lease is not None:

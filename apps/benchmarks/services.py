@@ -768,6 +768,31 @@ def attempt_finish(*, attempt: JobAttempt, idempotency_key: str, raw_body: bytes
     return FinishReply(201, reply, replayed=False)
 
 
+def _adopt_late_success(*, job: Job, attempt: JobAttempt, status: str, now: datetime) -> bool:
+    """A success from an attempt the reaper gave up on is the job's result while nothing else is (True when adopted).
+
+    The reaper cannot tell a dead agent from one that could not reach the server (the web tier down, a network cut):
+    both fall silent. When the silent agent's success arrives after all, the work is done — the job is not left
+    queued for a re-run, and a re-run already claimed is stopped (its attempt ends cancelled; its agent's next lease
+    renewal answers 409 attempt_not_running and the agent abandons it). Job groups rerun as a whole instead (§8).
+    """
+    if status != ResultStatus.SUCCEEDED or attempt.status != AttemptStatus.AGENT_LOST or job.group_id is not None:
+        return False
+    if job.cancel_requested or job.status in (JobStatus.SUCCEEDED, JobStatus.CANCELLED):
+        return False
+    if job.results.filter(canonical=True).exists():
+        return False
+    newer = JobAttempt.objects.filter(job=job, number__gt=attempt.number)
+    stopped = newer.filter(status__in=LIVE_ATTEMPT_STATUSES).update(status=AttemptStatus.CANCELLED, ended_at=now)
+    job.status = JobStatus.SUCCEEDED
+    job.failure_reason = ""
+    job.finished_at = now
+    job.save(update_fields=["status", "failure_reason", "finished_at"])
+    logger.info("job %s: the success of attempt %s arrived after its lease was reaped; adopted (%d newer attempt(s) "
+                "stopped)", job.pk, attempt.number, stopped)
+    return True
+
+
 def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | None, now: datetime) -> bool:
     """Move the (locked) job on after its attempt finished; True when this finish is the canonical result.
 
@@ -775,6 +800,8 @@ def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | Non
     reaper already replaced is kept for the record, not canonical. A failed or handed-back attempt is retried while
     the attempt limit allows and nobody asked to cancel.
     """
+    if _adopt_late_success(job=job, attempt=attempt, status=status, now=now):
+        return True
     current = attempt.number == job.attempt_count
     still_open = job.status in ACTIVE_JOB_STATUSES or (
         job.status == JobStatus.FAILED and attempt.status == AttemptStatus.AGENT_LOST

@@ -299,3 +299,39 @@ def test_a_worker_killed_mid_ingest_loses_the_message_and_the_redrive_ingests_ex
     assert Result.objects.filter(job=job).count() == 1
     assert InventorySnapshot.objects.filter(agent__pool=pool, source="job").count() == 1
     assert result.summary["telemetry"]["0"]["peak_memory_used_mib"] == 1234
+
+
+# --- the web tier unreachable for longer than the lease -------------------------------------------------------------
+
+
+def test_a_success_finished_while_the_server_was_unreachable_past_its_lease_is_kept_and_not_rerun(
+    e2e, pool, registration_token
+):
+    """The server is unreachable for twice the lease (4 s) while the agent finishes: the reaper, which cannot tell a
+    cut-off agent from a dead one, gives the attempt up; when the agent gets through, its success is the job's
+    canonical result and the job is not run again (docs/agent-protocol.md, "A late success")."""
+    live = urlsplit(e2e.live_url)
+    proxy = TcpProxy(live.hostname, live.port)
+    proxy.up()
+    e2e.start_worker()
+    state_dir = e2e.register_agent(registration_token, server_url=proxy.url)
+    agent = e2e.start_agent(state_dir)
+    dispatch(pool, kind="test_sleeper", spec={"seconds": 2})
+    job = e2e.wait_for(lambda: Job.objects.filter(target_pool=pool).first(), what="the job to be dispatched")
+    e2e.wait_for(lambda: attempt_status(job, 1) == AttemptStatus.RUNNING, what="attempt 1 to start")
+    e2e.wait_for(lambda: 'event="job started"' in agent.log_text(), what="the agent to start the job process")
+
+    proxy.down()
+    e2e.wait_for(lambda: attempt_status(job, 1) == AttemptStatus.AGENT_LOST, timeout=30,
+                 what="the reaper to give attempt 1 up while the server is unreachable")
+    e2e.wait_for(lambda: _spooled_finishes(state_dir), timeout=30, what="the agent to spool its finish")
+    time.sleep(2 * FAST_TIMINGS["DOSSIER_JOB_LEASE_TTL_S"])
+    assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
+
+    proxy.up()
+    result = e2e.wait_for(lambda: Result.objects.filter(job=job, ingested_at__isnull=False).first(), timeout=120,
+                          what="the spooled finish to be delivered and ingested")
+    assert result.canonical and result.attempt.number == 1 and result.result["slept_s"] == 2
+    assert Job.objects.get(pk=job.pk).status == JobStatus.SUCCEEDED
+    time.sleep(3)  # a claim loop that would re-run the job has had its chance
+    assert JobAttempt.objects.filter(job=job).count() == 1, "the job was not run again"

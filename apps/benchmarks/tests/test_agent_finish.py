@@ -166,26 +166,51 @@ def test_a_handed_back_job_is_queued_again_at_once(agent_api, second_agent_api, 
     assert second_agent_api.claim_job().attempt == 2
 
 
-def test_a_late_finish_from_a_superseded_attempt_is_kept_not_canonical(agent_api, second_agent_api, claimed):
+def test_a_late_success_stops_the_rerun_already_claimed(agent_api, second_agent_api, claimed):
+    """The reaper gave attempt 1 up and another agent claimed attempt 2; attempt 1's success then arrives (its agent
+    could not reach the server, it was not dead): the work is done, attempt 2 is stopped and its finish is kept, not
+    canonical."""
     _reap(claimed)
     newer = second_agent_api.claim_job()
     second_agent_api.start(newer)
 
     late = agent_api.finish(claimed, result={"from": "attempt 1"})
-    current = second_agent_api.finish(newer, result={"from": "attempt 2"})
+    assert late.status_code == 201 and late.json()["canonical"] is True
+    assert Job.objects.get().status == JobStatus.SUCCEEDED
+    assert JobAttempt.objects.get(number=2).status == AttemptStatus.CANCELLED
 
-    assert late.status_code == 201 and late.json()["canonical"] is False
-    assert current.json()["canonical"] is True
-    assert Result.objects.count() == 2
-    assert Job.objects.get().canonical_result().result == {"from": "attempt 2"}
+    renewal = second_agent_api.lease(newer)
+    assert renewal.status_code == 409 and renewal.json()["error"] == "attempt_not_running"
+    current = second_agent_api.finish(newer, result={"from": "attempt 2"})
+    assert current.status_code == 201 and current.json()["canonical"] is False
+    assert Job.objects.get().canonical_result().result == {"from": "attempt 1"}
     assert JobAttempt.objects.get(number=1).status == AttemptStatus.AGENT_LOST
 
 
-def test_a_late_finish_while_the_job_waits_for_its_next_attempt_is_not_canonical(agent_api, claimed):
+def test_a_late_success_while_the_job_waits_for_its_next_attempt_ends_the_job(agent_api, second_agent_api, claimed):
     _reap(claimed)
+    assert Job.objects.get().status == JobStatus.QUEUED
     response = agent_api.finish(claimed)
+    assert response.json()["canonical"] is True
+    assert Job.objects.get().status == JobStatus.SUCCEEDED
+    assert second_agent_api.claim().status_code == 204, "nothing is left to re-run"
+
+
+def test_a_late_failure_of_a_reaped_attempt_changes_nothing(agent_api, claimed):
+    _reap(claimed)
+    response = agent_api.finish(claimed, status="failed", result=None, error={"message": "OOM"})
     assert response.json()["canonical"] is False
     assert Job.objects.get().status == JobStatus.QUEUED
+
+
+def test_a_newer_success_wins_over_a_later_late_one(agent_api, second_agent_api, claimed):
+    _reap(claimed)
+    newer = second_agent_api.claim_job()
+    second_agent_api.start(newer)
+    assert second_agent_api.finish(newer, result={"from": "attempt 2"}).json()["canonical"] is True
+    late = agent_api.finish(claimed, result={"from": "attempt 1"})
+    assert late.status_code == 201 and late.json()["canonical"] is False
+    assert Job.objects.get().canonical_result().result == {"from": "attempt 2"}
 
 
 def test_a_late_finish_after_the_last_attempt_was_lost_becomes_the_result(agent_api, pool, settings):
