@@ -57,6 +57,15 @@ EXTRA_SHAPE_FIELDS = (
     "position_embeddings",
     "token_type_vocab_size",
     "pooler",
+    "linear_biases",
+    "layer_norm",
+    "linear_attention_layers",
+    "linear_num_key_heads",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+    "pipeline_parts",
 )
 DEFAULT_ARCHITECTURE = Architecture.DENSE
 DEFAULT_PRECISION = Precision.BF16
