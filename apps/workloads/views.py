@@ -205,7 +205,7 @@ def _cost_basis(entry) -> str:
     prediction = cost.prediction
     price = _("price from %(source)s") % {"source": cost.price.source}
     acceptance = (
-        _("acceptance %(share)s (stated)") % {"share": cost.acceptance}
+        _("acceptance %(share)s (stated)") % {"share": cost.acceptance.normalize()}
         if cost.acceptance_stated
         else _("acceptance 1 (not stated)")
     )
