@@ -19,7 +19,7 @@ BYTES_PER_GB = 10**9
 
 def gpu_catalog() -> models.QuerySet[GpuModel]:
     """Every GPU model with all its figures (and who entered them): two queries however long the catalog is."""
-    return GpuModel.objects.prefetch_related(
+    return GpuModel.objects.select_related("parent").prefetch_related(
         Prefetch("specs", queryset=GpuSpec.objects.select_related("entered_by").order_by("key"))
     )
 
@@ -52,6 +52,10 @@ class UsableMemory:
     @property
     def gib(self) -> Decimal:
         return Decimal(self.bytes) / Decimal(1024**3)
+
+    @property
+    def source_is_url(self) -> bool:
+        return self.source.startswith(("http://", "https://"))
 
 
 def usable_memory_bytes(
@@ -104,6 +108,10 @@ class ReferencePrice:
     source: str  # the URL when there is one, else the description
     as_of: datetime.date
     detail: str = ""  # the description beside a URL: which offer, and the arithmetic per GPU
+
+    @property
+    def source_is_url(self) -> bool:
+        return self.source.startswith(("http://", "https://"))
 
 
 def reference_price(gpu: GpuModel) -> ReferencePrice | None:

@@ -35,8 +35,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--prices",
             type=Path,
-            default=DEFAULT_PRICES_CSV_PATH,
-            help="reference prices per GPU-hour to load with it (default: the bundled gpu_reference_prices.csv)",
+            default=None,
+            help="reference prices per GPU-hour to load with the catalog (default: the bundled "
+            "gpu_reference_prices.csv when --file is the bundled catalog, else none)",
         )
         parser.add_argument(
             "--as-of",
@@ -45,15 +46,18 @@ class Command(BaseCommand):
             help="as-of date of the figures, YYYY-MM-DD (default: %(default)s, when the bundled figures were recorded)",
         )
 
-    def handle(self, *args, file: Path, prices: Path, as_of: datetime.date, **options):
+    def handle(self, *args, file: Path, prices: Path | None, as_of: datetime.date, **options):
         try:
             rows = read_catalog_csv(file, value_columns=SPEC_COLUMNS)
         except (OSError, CatalogFileError) as error:
             raise CommandError(f"{file}: {error}") from error
-        try:
-            rows = attach_prices(rows, read_prices_csv(prices))
-        except (OSError, CatalogFileError) as error:
-            raise CommandError(f"{prices}: {error}") from error
+        if prices is None and Path(file).resolve() == DEFAULT_CSV_PATH:
+            prices = DEFAULT_PRICES_CSV_PATH
+        if prices is not None:
+            try:
+                rows = attach_prices(rows, read_prices_csv(prices))
+            except (OSError, CatalogFileError) as error:
+                raise CommandError(f"{prices}: {error}") from error
         try:
             result = catalog_load(rows=rows, as_of=as_of)
         except CatalogFileError as error:
