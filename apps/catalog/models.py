@@ -1,9 +1,11 @@
 """The GPU catalog: GPU models and their datasheet figures, each figure with its own source and as-of date."""
 
 from decimal import Decimal
+from fractions import Fraction
 from functools import reduce
 from operator import or_
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -18,6 +20,15 @@ class FormFactor(models.TextChoices):
     PCIE = "PCIe", "PCIe"
     SXM = "SXM", "SXM"
     SUPERCHIP = "Superchip", "Superchip"
+    HOST = "Host", _("host (CPU)")
+
+
+class DeviceKind(models.TextChoices):
+    """What a catalog device is: a whole GPU, a MIG profile (a fixed slice of a parent GPU), or a CPU host."""
+
+    GPU = "gpu", _("GPU")
+    MIG = "mig", _("MIG profile")
+    CPU = "cpu", _("CPU (host memory)")
 
 
 class SpecKey(models.TextChoices):
@@ -30,6 +41,7 @@ class SpecKey(models.TextChoices):
     FP8_DENSE_TFLOPS = "fp8_dense_tflops", _("FP8 dense tensor rate")
     TDP_W = "tdp_w", _("Board power (TDP)")
     NVLINK_GBPS = "nvlink_gbps", _("NVLink bandwidth")
+    REFERENCE_PRICE_PER_GPU_HOUR = "reference_price_per_gpu_hour", _("Reference price per GPU-hour")
 
 
 class SpecUnit(models.TextChoices):
@@ -40,6 +52,7 @@ class SpecUnit(models.TextChoices):
     TFLOPS = "TFLOPS", "TFLOPS"
     WATT = "W", "W"
     GB_PER_S = "GB/s", "GB/s"
+    USD_PER_HOUR = "USD/h", "USD/h"
 
 
 #: Each key has exactly one unit (enforced by a database constraint).
@@ -51,7 +64,11 @@ SPEC_UNITS: dict[str, str] = {
     SpecKey.FP8_DENSE_TFLOPS: SpecUnit.TFLOPS,
     SpecKey.TDP_W: SpecUnit.WATT,
     SpecKey.NVLINK_GBPS: SpecUnit.GB_PER_S,
+    SpecKey.REFERENCE_PRICE_PER_GPU_HOUR: SpecUnit.USD_PER_HOUR,
 }
+
+#: The currency of every reference price (its unit is USD/h).
+REFERENCE_PRICE_CURRENCY = "USD"
 
 
 class GpuModel(HistoryLinkedModel):
@@ -70,6 +87,34 @@ class GpuModel(HistoryLinkedModel):
         help_text=_("The vendor page the descriptive fields (form factor, memory type, interface) come from."),
     )
     note = models.TextField(_("note"), blank=True)
+    device_kind = models.CharField(
+        _("device kind"),
+        max_length=10,
+        choices=DeviceKind.choices,
+        default=DeviceKind.GPU,
+        help_text=_("A whole GPU, a MIG profile of a parent GPU, or a CPU host (its memory is host memory)."),
+    )
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="mig_profiles",
+        verbose_name=_("parent GPU"),
+        help_text=_("For a MIG profile: the whole GPU it is a slice of."),
+    )
+    compute_slices = models.PositiveSmallIntegerField(
+        _("compute slices"), null=True, blank=True, help_text=_("For a MIG profile: its compute slices, e.g. 3 of 7.")
+    )
+    compute_slices_of = models.PositiveSmallIntegerField(
+        _("compute slices of the card"), null=True, blank=True, help_text=_("e.g. 7 on an A100 or H100.")
+    )
+    memory_slices = models.PositiveSmallIntegerField(
+        _("memory slices"), null=True, blank=True, help_text=_("For a MIG profile: its memory slices, e.g. 4 of 8.")
+    )
+    memory_slices_of = models.PositiveSmallIntegerField(
+        _("memory slices of the card"), null=True, blank=True, help_text=_("e.g. 8 on an A100 or H100.")
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     #: The audit history page shows this model to every user with a role (the catalog is not team-owned).
@@ -82,6 +127,37 @@ class GpuModel(HistoryLinkedModel):
         constraints = [
             models.UniqueConstraint(fields=["name", "variant"], name="catalog_gpumodel_unique_name_variant"),
             models.CheckConstraint(condition=~Q(name="") & ~Q(variant=""), name="catalog_gpumodel_named"),
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        device_kind=DeviceKind.MIG,
+                        parent__isnull=False,
+                        compute_slices__isnull=False,
+                        compute_slices_of__isnull=False,
+                        memory_slices__isnull=False,
+                        memory_slices_of__isnull=False,
+                        compute_slices__gte=1,
+                        memory_slices__gte=1,
+                        compute_slices__lte=models.F("compute_slices_of"),
+                        memory_slices__lte=models.F("memory_slices_of"),
+                    )
+                    | (
+                        ~Q(device_kind=DeviceKind.MIG)
+                        & Q(
+                            parent__isnull=True,
+                            compute_slices__isnull=True,
+                            compute_slices_of__isnull=True,
+                            memory_slices__isnull=True,
+                            memory_slices_of__isnull=True,
+                        )
+                    )
+                ),
+                name="catalog_gpumodel_mig_has_parent_and_share",
+                violation_error_message=_(
+                    "A MIG profile needs its parent GPU and its share (compute and memory slices, each at most the "
+                    "card's); any other device has neither."
+                ),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -100,6 +176,36 @@ class GpuModel(HistoryLinkedModel):
         """The name without the vendor prefix, e.g. "H200 SXM"."""
         name = self.name.removeprefix(f"{self.vendor} ") if self.vendor else self.name
         return f"{name} {self.variant}"
+
+    def clean(self):
+        super().clean()
+        if self.parent_id is not None:
+            if self.pk is not None and self.parent_id == self.pk:
+                raise ValidationError({"parent": _("A device cannot be its own parent.")})
+            if self.parent.device_kind != DeviceKind.GPU:
+                raise ValidationError({"parent": _("The parent of a MIG profile must be a whole GPU.")})
+
+    @property
+    def is_mig(self) -> bool:
+        return self.device_kind == DeviceKind.MIG
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device_kind == DeviceKind.CPU
+
+    @property
+    def compute_share(self) -> Fraction | None:
+        """A MIG profile's share of the card's compute, e.g. 3/7; None for a whole device."""
+        if self.compute_slices is None or not self.compute_slices_of:
+            return None
+        return Fraction(self.compute_slices, self.compute_slices_of)
+
+    @property
+    def memory_share(self) -> Fraction | None:
+        """A MIG profile's share of the card's memory, e.g. 4/8 = 1/2; None for a whole device."""
+        if self.memory_slices is None or not self.memory_slices_of:
+            return None
+        return Fraction(self.memory_slices, self.memory_slices_of)
 
     def spec(self, key: str) -> "GpuSpec | None":
         """The recorded figure for a key, or None. Uses prefetched specs when the queryset prefetched them."""

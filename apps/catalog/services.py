@@ -28,6 +28,12 @@ GPU_MODEL_EDITABLE_FIELDS = (
     "host_interface",
     "datasheet_url",
     "note",
+    "device_kind",
+    "parent",
+    "compute_slices",
+    "compute_slices_of",
+    "memory_slices",
+    "memory_slices_of",
 )
 _VALUE_PLACES = Decimal("0.0001")  # GpuSpec.value has four decimal places
 SOURCE_REQUIRED = _("A new value needs a source: the web address of the datasheet or a description of the reading.")
@@ -99,15 +105,27 @@ def check_spec_input(*, key: str, value, source: str, as_of) -> tuple[SpecKey, D
 
 @transaction.atomic
 def gpu_spec_set(
-    *, actor, gpu: GpuModel, key: str, value: Decimal | int | str, source: str, as_of: datetime.date
+    *,
+    actor,
+    gpu: GpuModel,
+    key: str,
+    value: Decimal | int | str,
+    source: str,
+    as_of: datetime.date,
+    source_detail: str = "",
 ) -> GpuSpec:
     """Record a figure of a GPU model (create it, or correct it), keeping the old value in the audit log.
 
     `source` is a URL or a description of where the value comes from; both `source` and `as_of` are required.
+    `source_detail` says what a URL shows or how the value was derived from it (e.g. "$98.32/h ÷ 8 GPUs"); it is
+    stored as the source description beside the URL.
     `actor` is the user making the change, or a label such as "load_catalog" for a command.
     Setting exactly what is already recorded changes nothing and writes no audit entry.
     """
     spec_key, number, source_url, source_text = check_spec_input(key=key, value=value, source=source, as_of=as_of)
+    source_detail = (source_detail or "").strip()
+    if source_detail:
+        source_text = source_detail if source_url else f"{source_text} — {source_detail}"
 
     spec = GpuSpec.objects.select_for_update().filter(gpu=gpu, key=spec_key).first()
     before = model_snapshot(spec) if spec is not None else None
@@ -169,13 +187,14 @@ class CatalogLoadResult:
 
 @transaction.atomic
 def catalog_load(*, rows: Sequence[CatalogRow], as_of: datetime.date, actor="load_catalog") -> CatalogLoadResult:
-    """Create the GPU models and figures of `rows` that are missing. Never changes what is already recorded.
+    """Create the devices and figures of `rows` that are missing. Never changes what is already recorded.
 
-    Running it twice changes nothing; an admin's correction survives every later load.
+    Running it twice changes nothing; an admin's correction survives every later load. A figure takes its own as-of
+    date when the file gives one, else `as_of`. Whole GPUs are created before the MIG profiles that name them.
     """
     existing = {(gpu.name, gpu.variant): gpu for gpu in GpuModel.objects.prefetch_related("specs")}
     gpus_created = specs_created = specs_kept = 0
-    for row in rows:
+    for row in sorted(rows, key=lambda row: row.parent is not None):
         try:
             created_gpu, created, kept = _load_row(row, existing=existing, as_of=as_of, actor=actor)
         except ValidationError as error:
@@ -191,8 +210,21 @@ def _load_row(row: CatalogRow, *, existing: dict, as_of: datetime.date, actor) -
     gpu = existing.get((row.name, row.variant))
     gpus_created = 0
     if gpu is None:
+        device_fields = {"device_kind": row.device_kind}
+        if row.parent is not None:
+            parent = existing.get(row.parent)
+            if parent is None:
+                raise ValidationError({"parent": f"{' '.join(row.parent)} is not in the catalog"})
+            device_fields.update(
+                parent=parent,
+                compute_slices=row.share.compute_slices,
+                compute_slices_of=row.share.compute_slices_of,
+                memory_slices=row.share.memory_slices,
+                memory_slices_of=row.share.memory_slices_of,
+            )
         gpu = gpu_model_create(
             actor=actor,
+            **device_fields,
             vendor=row.vendor,
             name=row.name,
             variant=row.variant,
@@ -209,5 +241,13 @@ def _load_row(row: CatalogRow, *, existing: dict, as_of: datetime.date, actor) -
         recorded_keys = {spec.key for spec in gpu.specs.all()}
     missing = {key: sourced for key, sourced in row.values.items() if key not in recorded_keys}
     for key, sourced in missing.items():
-        gpu_spec_set(actor=actor, gpu=gpu, key=key, value=sourced.value, source=sourced.source, as_of=as_of)
+        gpu_spec_set(
+            actor=actor,
+            gpu=gpu,
+            key=key,
+            value=sourced.value,
+            source=sourced.source,
+            source_detail=sourced.detail,
+            as_of=sourced.as_of or as_of,
+        )
     return gpus_created, len(missing), len(row.values) - len(missing)

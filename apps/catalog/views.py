@@ -10,7 +10,7 @@ from apps.accounts.roles import Role, has_role
 from apps.catalog.filters import GpuModelFilterSet
 from apps.catalog.forms import GpuSpecForm
 from apps.catalog.models import SPEC_UNITS, SpecKey
-from apps.catalog.selectors import gpu_catalog, gpu_get, usable_memory_bytes
+from apps.catalog.selectors import gpu_catalog, gpu_get, reference_price, usable_memory_bytes
 from apps.catalog.services import gpu_spec_set
 from apps.common.forms import add_service_errors
 
@@ -57,6 +57,8 @@ def gpu_detail(request, pk: int):
             "rows": _spec_rows(gpu, editable=editable),
             "editable": editable,
             "usable_memory": usable_memory_bytes(gpu),
+            "reference_price": reference_price(gpu),
+            "mig_profiles": gpu.mig_profiles.order_by("variant"),
         },
     )
 

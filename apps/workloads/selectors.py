@@ -9,7 +9,7 @@ from typing import Any
 from django.db import models
 from django.shortcuts import get_object_or_404
 
-from apps.catalog.models import GpuModel, SpecKey
+from apps.catalog.models import DeviceKind, GpuModel, SpecKey
 from apps.catalog.selectors import MemoryBasis, UsableMemory, gpu_catalog, usable_memory_bytes
 from apps.workloads import estimates, predictions, price_sources, readiness, rules
 from apps.workloads.memory.capacity import Capacity, CapacitySource
@@ -51,6 +51,8 @@ CAPACITY_SOURCES = {
     MemoryBasis.MEASURED: CapacitySource.MEASURED,
     MemoryBasis.CATALOG_USABLE: CapacitySource.CATALOG,
     MemoryBasis.DATASHEET: CapacitySource.DATASHEET,
+    # A CPU device's stated host memory is as conservative as a datasheet figure (GB × 10⁹), never a measurement.
+    MemoryBasis.HOST_STATED: CapacitySource.DATASHEET,
 }
 
 
@@ -69,7 +71,8 @@ def _spec_float(gpu: GpuModel, key: str) -> float | None:
 
 
 def catalog_gpus(pks=None) -> list[CatalogGpu]:
-    """Every catalog GPU with a memory figure (optionally only `pks`), in catalog order."""
+    """Every catalog device with a memory figure (optionally only `pks`), in catalog order: whole GPUs, MIG profiles
+    (their profile memory) and CPU devices (their stated host memory), each labelled with its memory basis."""
     queryset = gpu_catalog()
     if pks is not None:
         queryset = queryset.filter(pk__in=pks)
@@ -78,7 +81,8 @@ def catalog_gpus(pks=None) -> list[CatalogGpu]:
         usable = usable_memory_bytes(gpu)
         if usable is None or usable.bytes <= 0:
             continue
-        family = rules.family_of(gpu.name)
+        # A MIG slice or a CPU host is not the whole card the guide's cheat-sheet row describes.
+        family = rules.family_of(gpu.name) if gpu.device_kind == DeviceKind.GPU else None
         capacity = Capacity(
             usable.bytes,
             CAPACITY_SOURCES[usable.basis],

@@ -59,20 +59,20 @@ def test_the_django_admin_change_form_shows_the_current_source_and_asks_for_a_ne
 
 
 def test_an_admin_adds_a_missing_figure_in_the_django_admin(client_for, admin_user, loaded_catalog):
-    h100 = loaded_catalog.get(name="NVIDIA H100", variant="SXM")
+    h100 = loaded_catalog.get(name="NVIDIA H100", variant="PCIe")  # the bundled file records no usable MiB for it
     response = client_for(admin_user).post(
         reverse("admin:catalog_gpuspec_add"),
         {
             "gpu": h100.pk,
             "key": SpecKey.USABLE_MIB,
             "value": "81559",
-            "source": "nvidia-smi on our H100 SXM",
+            "source": "nvidia-smi on our H100 PCIe",
             "as_of": "2026-12-01",
         },
     )
     assert response.status_code == 302
     spec = h100.specs.get(key=SpecKey.USABLE_MIB)
-    assert (spec.unit, spec.source_text) == ("MiB", "nvidia-smi on our H100 SXM")
+    assert (spec.unit, spec.source_text) == ("MiB", "nvidia-smi on our H100 PCIe")
     assert ObjectChange.objects.filter(object_id=str(spec.pk), action=ObjectChange.Action.CREATE).exists()
 
 
@@ -96,6 +96,7 @@ def test_a_gpu_model_edit_in_the_django_admin_is_audited(client_for, admin_user,
         "host_interface": "PCIe Gen5",
         "datasheet_url": h200_sxm.datasheet_url,
         "note": "8-GPU HGX board",
+        "device_kind": "gpu",  # the form also carries the device fields (a whole GPU has no parent and no share)
         "specs-TOTAL_FORMS": str(len(specs)),
         "specs-INITIAL_FORMS": str(len(specs)),
         "specs-MIN_NUM_FORMS": "0",

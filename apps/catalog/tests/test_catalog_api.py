@@ -28,7 +28,7 @@ def test_the_list_works_with_a_token_and_carries_every_figure_with_its_source(fi
     response = token_client(finance_user).get(LIST_URL)
     assert response.status_code == 200
     body = response.json()
-    assert body["count"] == 16
+    assert body["count"] == 30  # 19 whole GPUs, 10 MIG profiles, 1 CPU host
     h200 = next(gpu for gpu in body["results"] if gpu["display_name"] == "NVIDIA H200 SXM")
     specs = {spec["key"]: spec for spec in h200["specs"]}
     assert specs["memory_gb"] | {"entered_at": None} == {
@@ -72,7 +72,7 @@ def test_writes_are_not_offered_even_to_admins(admin_user, h200_sxm, method):
     url = LIST_URL if method == "post" else reverse("catalog-api:gpu-detail", args=[h200_sxm.pk])
     response = getattr(token_client(admin_user), method)(url, {"note": "x"}, format="json")
     assert response.status_code == 405
-    assert GpuModel.objects.count() == 16 and GpuModel.objects.get(pk=h200_sxm.pk).note == ""
+    assert GpuModel.objects.count() == 30 and GpuModel.objects.get(pk=h200_sxm.pk).note == ""
 
 
 def test_an_anonymous_client_is_refused(db):
@@ -104,3 +104,36 @@ def test_the_openapi_schema_documents_the_catalog_as_read_only(client_for, finan
     paths = response.json()["paths"]
     assert set(paths[LIST_URL]) == {"get"}
     assert set(paths[LIST_URL + "{id}/"]) == {"get"}
+
+
+def test_the_api_gives_the_memory_basis_the_reference_price_and_a_mig_profiles_parent(platform_user, loaded_catalog):
+    body = token_client(platform_user).get(LIST_URL, {"page_size": 100}).json()
+    devices = {gpu["display_name"]: gpu for gpu in body["results"]}
+    h100 = devices["NVIDIA H100 SXM"]
+    assert h100["device_kind"] == "gpu" and h100["parent"] is None
+    assert h100["usable_memory"] == {
+        "bytes": 81559 * 1024 * 1024,
+        "basis": "catalog_usable",
+        "basis_label": "usable memory reported by the driver (catalog)",
+        "source": "https://github.com/modal-labs/modal-client/pull/2797",
+        "as_of": "2025-01-23",
+    }
+    assert h100["reference_price"] | {"detail": None} == {
+        "amount": "2.6900",
+        "currency": "USD",
+        "source": "https://www.spheron.network/blog/runpod-h100-pricing-2026/",
+        "detail": None,
+        "as_of": "2026-05-22",
+    }
+    assert devices["NVIDIA H100 PCIe"]["usable_memory"]["basis"] == "datasheet"
+    assert devices["NVIDIA GB200 NVL72 (per GPU)"]["reference_price"] is None
+    mig = devices["NVIDIA H100 SXM MIG 2g.20gb"]
+    assert (mig["device_kind"], mig["parent"], mig["parent_display_name"]) == ("mig", h100["id"], "NVIDIA H100 SXM")
+    assert (mig["compute_slices"], mig["compute_slices_of"], mig["memory_slices"], mig["memory_slices_of"]) == (
+        2,
+        7,
+        2,
+        8,
+    )
+    cpu = next(gpu for gpu in body["results"] if gpu["device_kind"] == "cpu")
+    assert cpu["usable_memory"]["basis"] == "host_stated" and cpu["usable_memory"]["bytes"] == 64 * 10**9

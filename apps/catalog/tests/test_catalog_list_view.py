@@ -14,7 +14,7 @@ URL = reverse("catalog:list")
 
 def test_every_gpu_variant_has_a_row_whose_values_show_source_and_date(client_for, platform_user, loaded_catalog):
     html = client_for(platform_user).get(URL).content.decode()
-    assert html.count('<th scope="row"') == 16
+    assert html.count('<th scope="row"') == 30  # 19 whole GPUs, 10 MIG profiles, 1 CPU host
     row = table_row(html, 'data-sort-value="NVIDIA H200 SXM"')
     assert '<span translate="no">141</span>' in row
     assert '<span translate="no">4.8</span>' in row
@@ -33,7 +33,7 @@ def test_a_figure_the_catalog_does_not_have_is_shown_as_not_recorded(client_for,
 def test_the_table_is_sortable_by_every_column_with_raw_numbers_to_sort_on(client_for, platform_user, loaded_catalog):
     html = client_for(platform_user).get(URL).content.decode()
     assert 'class="data-table sortable catalog-table"' in html
-    assert html.count('<th scope="col"') == html.count("data-sort>") == len(SpecKey.values) + 4
+    assert html.count('<th scope="col"') == html.count("data-sort>") == len(SpecKey.values) + 5
     row = table_row(html, 'data-sort-value="NVIDIA A100 40GB PCIe"')
     assert 'data-sort-value="1.555"' in row
 
@@ -80,3 +80,18 @@ def test_the_page_takes_the_same_number_of_queries_whatever_the_catalog_size(
     with django_assert_num_queries(len(one_gpu)):
         response = client.get(URL)
     assert response.content.decode().count('<th scope="row"') == 21
+
+
+def test_mig_profiles_and_the_cpu_device_are_labelled_in_the_list(client_for, platform_user, loaded_catalog):
+    html = client_for(platform_user).get(URL).content.decode()
+    mig = table_row(html, 'data-sort-value="NVIDIA H100 SXM MIG 1g.10gb"')
+    assert "MIG profile" in mig and "1/7 compute, 1/8 memory of" in mig and "NVIDIA H100 SXM</a>" in mig
+    cpu = table_row(html, 'data-sort-value="CPU host 64 GB RAM (default)"')
+    assert "CPU (host memory)" in cpu
+    whole = table_row(html, 'data-sort-value="NVIDIA L4 PCIe"')
+    assert 'data-sort-value="gpu"' in whole
+
+
+def test_the_list_can_be_filtered_to_mig_profiles(client_for, platform_user, loaded_catalog):
+    html = client_for(platform_user).get(URL, {"device_kind": "mig"}).content.decode()
+    assert html.count('<th scope="row"') == 10

@@ -68,12 +68,12 @@ def test_a_date_in_the_future_is_refused(client_for, admin_user, h200_sxm):
 
 
 def test_an_admin_records_a_figure_the_catalog_did_not_have(client_for, admin_user, loaded_catalog):
-    h100 = loaded_catalog.get(name="NVIDIA H100", variant="SXM")
-    data = form_data(SpecKey.USABLE_MIB, value="81559", source="nvidia-smi on our H100 SXM, driver 580.159")
+    h100 = loaded_catalog.get(name="NVIDIA H100", variant="PCIe")  # the bundled file records no usable MiB for it
+    data = form_data(SpecKey.USABLE_MIB, value="81559", source="nvidia-smi on our H100 PCIe, driver 580.159")
     response = client_for(admin_user).post(edit_url(h100, SpecKey.USABLE_MIB), data)
     assert response.status_code == 302
     spec = h100.specs.get(key=SpecKey.USABLE_MIB)
-    assert (spec.value, spec.unit, spec.source_text) == (81559, "MiB", "nvidia-smi on our H100 SXM, driver 580.159")
+    assert (spec.value, spec.unit, spec.source_text) == (81559, "MiB", "nvidia-smi on our H100 PCIe, driver 580.159")
     assert ObjectChange.objects.filter(object_id=str(spec.pk), action=ObjectChange.Action.CREATE).exists()
 
 
