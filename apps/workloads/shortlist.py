@@ -1,6 +1,10 @@
 """The GPU shortlist: the quick-answer matrix row of a workload, and the catalog GPUs ranked by memory fit, then by
 whether the guide points that way, then by what the workload needs most (rules.NEEDS).
 
+Memory fit: fits as planned (one replica of the planned GPUs), tight, fits with more GPUs, or does not fit. A serving
+workload fits with more GPUs when a layout of data-parallel replicas × (tensor × pipeline) GPUs holds its peak
+sessions; the entry counts that layout's whole GPUs (estimates.GpuFit.layout) and carries the layout.
+
 Plain Python over estimates.Analysis; the texts are in rules.py.
 """
 
@@ -11,7 +15,9 @@ from dataclasses import dataclass
 
 from apps.workloads import rules
 from apps.workloads.estimates import Analysis, GpuFit
+from apps.workloads.memory.breakdown import EstimateKind
 from apps.workloads.memory.capacity import FitStatus
+from apps.workloads.memory.layouts import Layout
 
 FITS_AS_PLANNED = 0
 TIGHT_AS_PLANNED = 1
@@ -28,6 +34,7 @@ class ShortlistEntry:
     fit_class: int
     gpus_needed: int | None  # None: does not fit with any number the estimator tries
     need_value: float | None  # the figure the workload's need ranks by (NVLink GB/s, TB/s, or GiB)
+    layout: Layout | None = None  # the cheapest fitting layout (gpu_fit.layout)
 
     @property
     def fits_as_planned(self) -> bool:
@@ -50,6 +57,9 @@ def _fit_class(item: GpuFit) -> tuple[int, int | None]:
         return FITS_AS_PLANNED, item.fit.gpus
     if item.fit.status is FitStatus.TIGHT:
         return TIGHT_AS_PLANNED, item.fit.gpus
+    if item.layout is not None and item.layout.breakdown.kind is EstimateKind.INFERENCE:
+        # Serving: the cheapest layout's whole GPUs (replicas × t × pp), never more than one tensor-parallel replica.
+        return FITS_WITH_MORE_GPUS, item.layout.gpus
     needed = item.fewest_gpus if item.fewest_gpus is not None else item.fewest_gpus_zero3
     if needed is not None:
         return FITS_WITH_MORE_GPUS, needed
@@ -90,7 +100,7 @@ def build_shortlist(workload_type: str, analysis: Analysis) -> Shortlist:
         rows.append((key, item, family, in_direction, fit_class, gpus_needed, value))
     rows.sort(key=lambda row: row[0])
     entries = tuple(
-        ShortlistEntry(rank, item, family, in_direction, fit_class, gpus_needed, value)
+        ShortlistEntry(rank, item, family, in_direction, fit_class, gpus_needed, value, item.layout)
         for rank, (_, item, family, in_direction, fit_class, gpus_needed, value) in enumerate(rows, start=1)
     )
     return Shortlist(answer, need, entries)
