@@ -17,7 +17,7 @@ from apps.workloads.memory.breakdown import Breakdown, EstimateKind
 from apps.workloads.memory.capacity import Capacity, FitResult, fit
 from apps.workloads.memory.errors import ShapeError, gettext_noop
 from apps.workloads.memory.inference import InferenceRequest, estimate_inference
-from apps.workloads.memory.layouts import Layout, cheapest_layout, inference_layouts, training_layout
+from apps.workloads.memory.layouts import Layout, cheapest_inference_layout, training_layout
 from apps.workloads.memory.precisions import Precision
 from apps.workloads.memory.search import fewest_gpus_inference, fewest_gpus_training, largest_concurrency
 from apps.workloads.memory.shapes import Architecture, ModelShape
@@ -342,7 +342,7 @@ def gpu_layout(plan: EstimatePlan, gpu: GpuCapacity) -> Layout | None:
     if not isinstance(plan.request, InferenceRequest):
         return None
     request = gpu.request_for(plan.request)
-    return cheapest_layout(inference_layouts(plan.shape, request, gpu.capacity))  # type: ignore[arg-type]
+    return cheapest_inference_layout(plan.shape, request, gpu.capacity)  # type: ignore[arg-type]
 
 
 def _gpu_fit(plan: EstimatePlan, breakdown: Breakdown, gpu: GpuCapacity) -> GpuFit:
@@ -372,7 +372,7 @@ def _gpu_fit(plan: EstimatePlan, breakdown: Breakdown, gpu: GpuCapacity) -> GpuF
         None if found is None else found[0],
         largest_concurrency=concurrency,
         concurrency_unbounded=concurrency is None,
-        layout=cheapest_layout(inference_layouts(plan.shape, request, gpu.capacity)),
+        layout=cheapest_inference_layout(plan.shape, request, gpu.capacity),
     )
 
 

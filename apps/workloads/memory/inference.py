@@ -3,6 +3,7 @@ the safety margin."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -325,6 +326,20 @@ def check_pipeline_parallel(shape: ModelShape, pp: int) -> None:
 
 
 def stage_weights_term(shape: ModelShape, t: int, pp: int) -> Term:
+    """Weights on one GPU of a pipeline stage (see _stage_weights_term), remembered per (shape, t, pp): the layout
+    search estimates the same weights for many session counts."""
+    try:
+        return _cached_stage_weights_term(shape, t, pp)
+    except TypeError:  # an unhashable shape: compute it each time
+        return _stage_weights_term(shape, t, pp)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_stage_weights_term(shape: ModelShape, t: int, pp: int) -> Term:
+    return _stage_weights_term(shape, t, pp)
+
+
+def _stage_weights_term(shape: ModelShape, t: int, pp: int) -> Term:
     """Weights on one GPU of a replica split into `pp` pipeline stages of `t` tensor-parallel ranks.
 
     pp = 1: P·bytes/t (weights_term). pp > 1: the fullest stage holds ⌈L/pp⌉ of the L transformer layers, and the

@@ -127,6 +127,42 @@ def inference_layouts(
     return layouts
 
 
+def cheapest_inference_layout(
+    shape: ModelShape,
+    request: InferenceRequest,
+    capacity: Capacity,
+    *,
+    max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA,
+    tensor_parallel_degrees: Iterable[int] = DEFAULT_TENSOR_PARALLEL_DEGREES,
+    pipeline_parallel_degrees: Iterable[int] = DEFAULT_PIPELINE_PARALLEL_DEGREES,
+    tight_headroom_fraction: float = DEFAULT_TIGHT_HEADROOM_FRACTION,
+) -> Layout | None:
+    """cheapest_layout(inference_layouts(...)) without the layouts that cannot win: a layout needs at least t·pp
+    GPUs, so the pairs are tried by growing t·pp and the search stops once t·pp exceeds the best whole-GPU count."""
+    pairs = sorted(
+        (
+            (tp, pp)
+            for tp in set(tensor_parallel_degrees)
+            for pp in set(pipeline_parallel_degrees)
+            if tp * pp <= max_gpus_per_replica
+        ),
+        key=lambda pair: (pair[0] * pair[1], pair[1], pair[0]),
+    )
+    best: Layout | None = None
+    for tp, pp in pairs:
+        if best is not None and tp * pp > best.gpus:
+            break
+        try:
+            found = layout_for(shape, request, capacity, tp, pp, tight_headroom_fraction=tight_headroom_fraction)
+        except ShapeError as error:
+            if error.field in _LAYOUT_FIELDS:
+                continue
+            raise
+        if found is not None and (best is None or layout_order(found) < layout_order(best)):
+            best = found
+    return best
+
+
 def layout_order(layout: Layout) -> tuple[int, int, int, int]:
     """Fewest whole GPUs first; then fewer GPUs per replica; then tensor before pipeline parallelism."""
     return (layout.gpus, layout.gpus_per_replica, layout.pipeline_parallel, layout.tensor_parallel)
