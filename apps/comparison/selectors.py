@@ -606,9 +606,9 @@ def memory_layout_provenance(summary: WorkloadSummary, memory: MemoryFit) -> cos
     layout = memory.layout
     assert layout is not None
     why = (
-        f"workload summary “{summary.name}” v{summary.version}: {layout.replicas} replicas × "
-        f"{layout.gpus_per_replica} GPUs (TP {layout.tensor_parallel}, PP {layout.pipeline_parallel}), "
-        f"{layout.sessions_per_replica} sessions each on {memory.gpu_name}"
+        f"workload summary “{summary.name}” v{summary.version} on {memory.gpu_name}: {layout.replicas} replicas "
+        f"× {layout.gpus_per_replica} GPUs per replica (TP {layout.tensor_parallel}, PP {layout.pipeline_parallel}), "
+        f"{layout.sessions_per_replica} sessions per replica = {layout.gpus} GPUs"
     )
     if memory.safety_margin_source:
         why += f"; safety margin: {memory.safety_margin_source}"
