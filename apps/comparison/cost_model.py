@@ -25,6 +25,8 @@ Conventions (docs/metrics.md states the same, with the worked cases):
       work          = generated × conversion to the capacity's unit × (1 + retry rate + failure rate)
       required rate = max(peak ÷ acceptance × conversion × (1 + retry + failure), work ÷ operating seconds)
       GPUs          = ceil(required rate × (1 + headroom) ÷ (capacity per GPU × GPUs per replica)) × GPUs per replica
+      memory floor  : at least ceil(minimum GPUs for memory ÷ GPUs per replica) replicas, when the memory layout
+                      states one (the peak sessions' KV cache must be held at once, whatever the rate)
                       rounded up to whole nodes
 
 * **Billing.** A service with a peak to meet is up for its operating hours. Work sized by its volume (batch, or no
@@ -398,6 +400,9 @@ class CandidateInput:
     commitment_months: Decimal | None = None
     gpus_per_node: int = 1
     gpus_per_replica: int = 1
+    #: The memory floor: the whole GPUs the cheapest fitting memory layout needs to hold the peak sessions at once
+    #: (replicas × tensor × pipeline parallel); None when no layout was estimated. Needs its provenance.
+    minimum_gpus_for_memory: int | None = None
     capacity_at_slo_per_gpu: Decimal | None = None
     capacity_unit: WorkUnit | None = None
     conversions: tuple[Conversion, ...] = ()
@@ -447,6 +452,11 @@ class CandidateInput:
         setter("currency", self.currency.upper())
         setter("gpus_per_node", _positive_int(cid, "gpus_per_node", self.gpus_per_node))
         setter("gpus_per_replica", _positive_int(cid, "gpus_per_replica", self.gpus_per_replica))
+        if self.minimum_gpus_for_memory is not None:
+            setter("minimum_gpus_for_memory",
+                   _positive_int(cid, "minimum_gpus_for_memory", self.minimum_gpus_for_memory))
+            if self.kind is CandidateKind.API:
+                raise NormalizationError(cid, "minimum_gpus_for_memory", "does not apply to an API route")
 
         used = set(_MODEL_INPUTS[self.commercial_model]) | set(_COMMON_INPUTS)
         for name in _OPTIONAL_NUMBERS:
@@ -488,8 +498,11 @@ class CandidateInput:
             except ValueError:
                 raise NormalizationError(cid, "capacity_unit", f"unknown unit {self.capacity_unit!r}") from None
         setter("conversions", _validated_conversions(cid, self.conversions))
-        all_inputs = set(_OPTIONAL_NUMBERS) | {"headroom", "retry_rate", "failure_rate"}
+        all_inputs = set(_OPTIONAL_NUMBERS) | {"headroom", "retry_rate", "failure_rate", "minimum_gpus_for_memory"}
         setter("provenance", _frozen_provenance(cid, all_inputs, self.provenance))
+        if self.minimum_gpus_for_memory is not None and "minimum_gpus_for_memory" not in self.provenance:
+            raise NormalizationError(cid, "minimum_gpus_for_memory",
+                                     "every input needs its provenance (measured, quoted or estimated)")
         for name in sorted(used):
             value = getattr(self, name)
             if value is not None and value != ZERO and name not in self.provenance:
@@ -534,6 +547,7 @@ NOTE_TEXTS = {
     "memory_margin": "memory margin {value} of the device memory",
     "idle_share": "idle capacity is {share:.1%} of the GPU cost",
     "sized_by": "fleet sized by the {basis} rate: {gpus} GPUs on {nodes} nodes",
+    "memory_floor": "the memory layout needs at least {minimum_gpus} GPUs to hold the peak sessions at once",
     "granularity": "{billed_hours} billed hours per GPU for {operating_hours} operating hours (billing granularity)",
     "billed_by_use": "{billed_hours} billed hours per GPU: the {busy_hours} hours the work takes on {gpus} GPUs, "
                      "of the {operating_hours} hours available",
@@ -742,9 +756,16 @@ def _fleet(demand: Demand, candidate: CandidateInput, generated: Decimal, qualit
     basis = "peak" if peak >= mean_rate else "volume"
     required_rate = max(peak, mean_rate) * (ONE + candidate.headroom)
     replicas = _ceil(required_rate / (capacity * candidate.gpus_per_replica))
+    floor = candidate.minimum_gpus_for_memory
+    memory_replicas = -(-floor // candidate.gpus_per_replica) if floor is not None else 0
+    if memory_replicas > replicas:
+        # The peak sessions' KV cache must be held at once: memory, not the rate, sets the replicas.
+        basis, replicas = "memory", memory_replicas
     nodes = -(-(replicas * candidate.gpus_per_replica) // candidate.gpus_per_node)
     gpus = nodes * candidate.gpus_per_node
     notes.append(Note("sized_by", {"basis": basis, "gpus": gpus, "nodes": nodes}))
+    if basis == "memory":
+        notes.append(Note("memory_floor", {"minimum_gpus": floor}))
     notes.extend(_conversion_notes(used))
     billing_units = Decimal(nodes if candidate.price_unit is PriceUnit.NODE_HOUR else gpus)
     # The hours the fleet must be up: a service with a peak to meet, its operating hours; work sized by its volume,
@@ -855,7 +876,7 @@ def _api_route(demand: Demand, candidate: CandidateInput, generated: Decimal) ->
 
 def _figure_provenance(
     demand: Demand, candidate: CandidateInput, exchange_rate: ExchangeRate, converted: bool,
-    conversions: tuple[Conversion, ...] = (),
+    conversions: tuple[Conversion, ...] = (), memory_sized: bool = False,
 ) -> dict[str, tuple[Provenance, ...]]:
     own = candidate.provenance
 
@@ -871,6 +892,8 @@ def _figure_provenance(
                 if name in demand.provenance] + inputs("quality_acceptance")
     sizing = [demand.provenance[name] for name in ("peak_rate", "operating_hours") if name in demand.provenance] \
         + [item.source for item in conversions]
+    if memory_sized:  # the memory floor set the fleet: its estimate is a source of the GPU cost
+        sizing += inputs("minimum_gpus_for_memory")
     figures = {
         "gpu_cost": price + sizing + rate,
         "productive_capacity": price + sizing + accepted + rate,
@@ -980,8 +1003,9 @@ def _normalize_one(demand: Demand, candidate: CandidateInput, currency: str,
         else str(WorkUnit.REQUEST),
         time_to_answer_hours=compute.time_to_answer_hours,
         notes=tuple(notes),
-        provenance=MappingProxyType(_figure_provenance(demand, candidate, exchange_rate, converted,
-                                                       compute.conversions)),
+        provenance=MappingProxyType(_figure_provenance(
+            demand, candidate, exchange_rate, converted, compute.conversions,
+            memory_sized=any(note.code == "memory_floor" for note in compute.notes))),
     )
 
 

@@ -81,9 +81,15 @@ def note_text(note: cost_model.Note, currency: str) -> str:
     if code == "idle_share":
         return _("idle capacity is %(share)s of the GPU cost") % {"share": _percent(params["share"])}
     if code == "sized_by":
+        if params["basis"] == "memory":
+            return _("sized by the memory layout: %(gpus)s GPUs on %(nodes)s nodes") % {
+                "gpus": params["gpus"], "nodes": params["nodes"]}
         basis = _("peak") if params["basis"] == "peak" else _("volume")
         return _("sized by the %(basis)s rate: %(gpus)s GPUs on %(nodes)s nodes") % {
             "basis": basis, "gpus": params["gpus"], "nodes": params["nodes"]}
+    if code == "memory_floor":
+        return _("the memory layout needs at least %(gpus)s GPUs to hold the peak sessions at once") % {
+            "gpus": params["minimum_gpus"]}
     if code == "granularity":
         return _("%(billed)s billed hours per GPU for %(operating)s operating hours (billing granularity)") % {
             "billed": _number(params["billed_hours"]), "operating": _number(params["operating_hours"])}

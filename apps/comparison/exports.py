@@ -370,6 +370,7 @@ INPUT_COLUMNS = (
     ("price_unit", "price unit", "price_unit"),
     ("gpn", "GPUs per node", "gpus_per_node"),
     ("gpr", "GPUs per replica", "gpus_per_replica"),
+    ("min_gpus", "minimum GPUs for memory (memory layout)", "minimum_gpus_for_memory"),
     ("capacity", "capacity at SLO per GPU (capacity units/s)", "capacity_at_slo_per_gpu"),
     ("to_capacity", "capacity units per demand unit (conversion)", "to_capacity"),
     ("peak_to_capacity", "capacity units per peak request (conversion)", "peak_to_capacity"),
@@ -480,8 +481,9 @@ def _formulas(model: BillingModel, r: int) -> dict[str, str]:
             "work": f"={c('generated')}*{c('to_capacity')}*{waste_share}",
             "required_rate": (f"=MAX({PEAK}*{c('peak_to_capacity')}/{c('accept')}*{waste_share},"
                               f"{c('work')}/({OPERATING}*3600))*(1+{c('headroom')})"),
-            "nodes": f"=ROUNDUP(ROUNDUP({c('required_rate')}/({c('capacity')}*{c('gpr')}),0)*{c('gpr')}"
-                     f"/{c('gpn')},0)",
+            # Replicas: the rate's, or the memory layout's floor when larger (an empty floor counts as 0).
+            "nodes": f"=ROUNDUP(MAX(ROUNDUP({c('required_rate')}/({c('capacity')}*{c('gpr')}),0),"
+                     f"ROUNDUP(N({c('min_gpus')})/{c('gpr')},0))*{c('gpr')}/{c('gpn')},0)",
             "gpus": f"={c('nodes')}*{c('gpn')}",
             "needed_hours": f"=IF({BY_USE}=1,MIN({busy},{OPERATING}),{OPERATING})",
             "billed": f"=MAX({c('base_cost')},{c('minimum')})",

@@ -38,7 +38,10 @@ from apps.quotes.models import (
     PriceVersion,
 )
 from apps.workloads import estimates
+from apps.workloads.memory.breakdown import EstimateKind
 from apps.workloads.memory.errors import ShapeError
+from apps.workloads.memory.layouts import Layout
+from apps.workloads.memory.precisions import BYTES_PER_GIB
 from apps.workloads.models import DecisionMetric, OperatingMode, WorkloadSummary, WorkloadType
 from apps.workloads.selectors import catalog_gpus
 
@@ -171,6 +174,7 @@ FIELD_LABELS = {
     "quality_acceptance": _("quality acceptance"),
     "p95_latency_ms": _("p95 latency (phase-4 input)"),
     "memory_margin": _("memory margin (phase-4 input)"),
+    "minimum_gpus_for_memory": _("memory layout (estimate)"),
     "currency": _("currency (exchange rate)"),
     "commercial_model": _("commercial model (quote)"),
     "id": _("candidate"),
@@ -187,7 +191,8 @@ class Problem:
     candidate_label: str
     field: str
     message: str
-    #: "unit_mismatch" when the comparison would mix two units without a conversion: it refuses the comparison.
+    #: "unit_mismatch" when the comparison would mix two units without a conversion: it refuses the comparison;
+    #: "no_memory_fit" when no layout of the candidate's GPU holds the workload's peak sessions: it is not priced.
     code: str = ""
 
     @classmethod
@@ -217,6 +222,36 @@ class Problem:
         }
 
 
+@dataclass(frozen=True)
+class MemoryFit:
+    """The memory estimator's answer on one catalog GPU: its capacity, the planned per-GPU need (one replica of the
+    plan's GPUs holding every session) and the cheapest fitting layout (None: no layout fits; always None for a
+    training plan, whose fleet the quote sizes)."""
+
+    gpu_name: str
+    capacity_bytes: int
+    planned_bytes: int
+    layout: Layout | None
+    inference: bool
+    sessions: int = 0  # the plan's peak sessions (inference)
+    context_tokens: int = 0  # the plan's p95 context (inference)
+    safety_margin_source: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return not self.inference or self.layout is not None
+
+    @property
+    def need_bytes_per_gpu(self) -> int:
+        """The per-GPU need the margin is taken at: the layout's (at its per-replica load), else the plan's."""
+        return self.layout.breakdown.total_bytes if self.layout is not None else self.planned_bytes
+
+    @property
+    def margin(self) -> Decimal:
+        """1 − need per GPU ÷ usable memory (negative when it does not fit)."""
+        return D(self.capacity_bytes - self.need_bytes_per_gpu) / D(self.capacity_bytes)
+
+
 @dataclass
 class CandidateResult:
     """One candidate of the comparison: its inputs, its normalised row or the problem that stopped it."""
@@ -228,6 +263,8 @@ class CandidateResult:
     problem: Problem | None = None
     warnings: list[str] = field(default_factory=list)
     predicted_memory_margin: Decimal | None = None
+    #: The memory estimate on the candidate's GPU (self-hosted candidates whose GPU has a memory figure).
+    memory: MemoryFit | None = None
     facts: mistakes.CandidateFacts | None = None
     training_run: cost_model.TrainingRun | None = None
     training_row: cost_model.TrainingRow | None = None
@@ -561,11 +598,31 @@ def _provenance_from(data: dict) -> cost_model.Provenance:
     )
 
 
+MEMORY_LAYOUT_BY = "memory layout"
+
+
+def memory_layout_provenance(summary: WorkloadSummary, memory: MemoryFit) -> cost_model.Provenance:
+    """The memory floor's source: estimated by the memory layout from the workload version's shape and peak."""
+    layout = memory.layout
+    assert layout is not None
+    why = (
+        f"workload summary “{summary.name}” v{summary.version} on {memory.gpu_name}: {layout.replicas} replicas "
+        f"× {layout.gpus_per_replica} GPUs per replica (TP {layout.tensor_parallel}, PP {layout.pipeline_parallel}), "
+        f"{layout.sessions_per_replica} sessions per replica = {layout.gpus} GPUs"
+    )
+    if memory.safety_margin_source:
+        why += f"; safety margin: {memory.safety_margin_source}"
+    return cost_model.Provenance.estimated(MEMORY_LAYOUT_BY, why)
+
+
 def candidate_input_for(
-    candidate: Candidate, summary: WorkloadSummary, inputs: dict[str, CandidateFigure]
+    candidate: Candidate, summary: WorkloadSummary, inputs: dict[str, CandidateFigure],
+    memory: MemoryFit | None = None,
 ) -> tuple[cost_model.CandidateInput, list[str]]:
     """The pure input of one candidate: the quote side (apps.quotes.comparison_inputs), the phase-4 inputs and, for an
-    API route, the workload's mean tokens. Raises NormalizationError naming the field."""
+    API route, the workload's mean tokens. With a memory layout of a self-hosted candidate's GPU: the fleet's memory
+    floor (`minimum_gpus_for_memory`, the layout's whole GPUs) and, when the inputs state no GPUs per replica, the
+    layout's t·pp. Raises NormalizationError naming the field."""
     cid = str(candidate.pk)
     quoted = normalization_inputs(candidate)
     values = dict(quoted.values)
@@ -603,6 +660,10 @@ def candidate_input_for(
         except ValueError as error:
             raise cost_model.NormalizationError(cid, "conversions", str(error)) from None
     values["conversions"] = tuple(conversions)
+    if not is_api and memory is not None and memory.layout is not None:
+        values.setdefault("gpus_per_replica", memory.layout.gpus_per_replica)
+        values["minimum_gpus_for_memory"] = memory.layout.gpus
+        provenance["minimum_gpus_for_memory"] = memory_layout_provenance(summary, memory)
     if is_api:
         for name in ("mean_input_tokens", "mean_output_tokens"):
             tokens = getattr(summary, name)
@@ -861,27 +922,63 @@ def rule_results(situation: mistakes.Situation, labels: dict[str, str]) -> list[
     return results
 
 
-def predicted_memory_margins(summary: WorkloadSummary, results: list[CandidateResult]) -> None:
-    """The memory estimator's margin on each self-hosted candidate's GPU: 1 − need per GPU ÷ usable memory."""
-
+def memory_fits(summary: WorkloadSummary, results: list[CandidateResult]) -> None:
+    """The memory estimate on each self-hosted candidate's GPU (`result.memory`): the same cheapest fitting layout the
+    workload page shows (estimates.gpu_layout), with the GPU's calibrated safety margin. Nothing when the summary
+    cannot be estimated yet or the GPU has no memory figure."""
     fleet = [result for result in results if result.is_fleet and result.candidate.quote.gpu_id]
     if not fleet:
         return
     plan, _error = estimates.safe_plan(summary)
     if plan is None:
         return
-    try:
-        breakdown = plan.breakdown()
-    except ShapeError:
-        return
     gpu_ids = {result.candidate.quote.gpu_id for result in fleet}
-    capacities = {item.gpu.pk: item.capacity.capacity for item in catalog_gpus(gpu_ids)}
-    for result in fleet:
-        capacity = capacities.get(result.candidate.quote.gpu_id)
-        if capacity is None or capacity.total_bytes <= 0:
+    inference = plan.kind is EstimateKind.INFERENCE
+    found: dict[int, MemoryFit] = {}
+    for item in catalog_gpus(gpu_ids):
+        gpu = item.capacity
+        if gpu.capacity.total_bytes <= 0:
             continue
-        margin = D(capacity.total_bytes - breakdown.total_bytes) / D(capacity.total_bytes)
-        result.predicted_memory_margin = decimals.significant(margin, 6)
+        try:
+            planned = estimates.EstimatePlan(plan.kind, plan.shape, gpu.request_for(plan.request)).breakdown()
+            layout = estimates.gpu_layout(plan, gpu)
+        except ShapeError:
+            return
+        found[item.gpu.pk] = MemoryFit(
+            gpu_name=item.gpu.display_name, capacity_bytes=gpu.capacity.total_bytes,
+            planned_bytes=planned.total_bytes, layout=layout, inference=inference,
+            sessions=getattr(plan.request, "concurrent_sessions", 0),
+            context_tokens=getattr(plan.request, "p95_context_tokens", 0),
+            safety_margin_source=gpu.safety_margin_source,
+        )
+    for result in fleet:
+        result.memory = found.get(result.candidate.quote.gpu_id)
+
+
+def no_memory_fit_problem(summary: WorkloadSummary, result: CandidateResult) -> Problem:
+    """The problem of a candidate whose GPU holds the workload in no layout: it names the GPU and the need."""
+    memory = result.memory
+    assert memory is not None
+    message = gettext(
+        "%(gpu)s (%(capacity)s GiB usable) holds the peak of %(sessions)s sessions at %(context)s tokens in no layout "
+        "of replicas × tensor × pipeline parallel GPUs: one GPU would need %(need)s GiB. Not priced as viable."
+    ) % {
+        "gpu": memory.gpu_name,
+        "capacity": decimals.significant(D(memory.capacity_bytes) / BYTES_PER_GIB, 4),
+        "sessions": memory.sessions,
+        "context": memory.context_tokens,
+        "need": decimals.significant(D(memory.planned_bytes) / BYTES_PER_GIB, 4),
+    }
+    return Problem(result.candidate.pk, result.label, "minimum_gpus_for_memory", message, "no_memory_fit")
+
+
+def predicted_memory_margins(results: list[CandidateResult]) -> None:
+    """The memory estimator's margin on each self-hosted candidate's GPU (after memory_fits): 1 − need per GPU ÷
+    usable memory, the need taken at the cheapest fitting layout's per-replica load (else, when none fits, at the
+    plan: negative)."""
+    for result in results:
+        if result.memory is not None:
+            result.predicted_memory_margin = decimals.significant(result.memory.margin, 6)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -976,6 +1073,7 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
         for candidate in candidates
     ]
     demand = demand_problem = training = None
+    memory_fits(summary, results)  # before pricing: the memory layout floors each self-hosted fleet
     if is_training_comparison(summary):
         try:
             training = training_plan_from_summary(summary)
@@ -988,7 +1086,7 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
         except cost_model.NormalizationError as error:
             demand_problem = Problem.of(None, str(summary), error)
         rates = _inference_rows(summary, demand, results, currency)
-    predicted_memory_margins(summary, results)
+    predicted_memory_margins(results)
 
     for result in results:
         result.facts = candidate_facts(result)
@@ -1024,8 +1122,13 @@ def _inference_rows(summary, demand, results: list[CandidateResult], currency: s
     """Each candidate's pure input and normalised row (or its problem); returns the exchange rates used."""
     currencies = set()
     for result in results:
+        if result.memory is not None and not result.memory.fits:
+            result.problem = no_memory_fit_problem(summary, result)  # never priced: its GPU cannot hold the peak
+            continue
         try:
-            result.candidate_input, result.warnings = candidate_input_for(result.candidate, summary, result.inputs)
+            result.candidate_input, result.warnings = candidate_input_for(
+                result.candidate, summary, result.inputs, memory=result.memory
+            )
         except cost_model.NormalizationError as error:
             result.problem = Problem.of(result.candidate.pk, result.label, error)
         else:

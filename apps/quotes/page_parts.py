@@ -7,20 +7,29 @@ from django.template.loader import render_to_string
 
 from apps.common import page_parts
 from apps.quotes.selectors import candidates_by_hourly_price
+from apps.workloads.memory.breakdown import EstimateKind
 
 
 def lowest_hourly_fitting_candidate(user, summary, report):
-    """The candidate with the lowest hourly GPU price whose GPU holds this workload on one node.
+    """The candidate with the lowest hourly GPU price whose GPU holds one replica of this workload on one node (the
+    cheapest fitting memory layout's t·pp GPUs; replicas may spread over nodes).
 
     Labelled as an hourly price on the page: the cost per accepted output is the comparison's to compute.
     """
     analysis = report.analysis
     if analysis is None or not summary.is_ready:
         return None
+    serving = analysis.kind is EstimateKind.INFERENCE  # a training job needs all its data-parallel GPUs together
     gpus_needed = {
-        item.gpu.key: (1 if item.fit.fits else item.fewest_gpus)
+        item.gpu.key: (
+            item.layout.gpus_per_replica
+            if serving and item.layout is not None
+            else 1
+            if item.fit.fits
+            else item.fewest_gpus
+        )
         for item in analysis.fits
-        if item.fit.fits or item.fewest_gpus is not None
+        if item.fit.fits or item.fewest_gpus is not None or (serving and item.layout is not None)
     }
     for row in candidates_by_hourly_price(user, summary):
         needed = gpus_needed.get(row.candidate.quote.gpu_id)

@@ -17,6 +17,7 @@ from apps.workloads.memory.breakdown import Breakdown, EstimateKind
 from apps.workloads.memory.capacity import Capacity, FitResult, fit
 from apps.workloads.memory.errors import ShapeError, gettext_noop
 from apps.workloads.memory.inference import InferenceRequest, estimate_inference
+from apps.workloads.memory.layouts import Layout, cheapest_inference_layout, training_layout
 from apps.workloads.memory.precisions import Precision
 from apps.workloads.memory.search import fewest_gpus_inference, fewest_gpus_training, largest_concurrency
 from apps.workloads.memory.shapes import Architecture, ModelShape
@@ -304,6 +305,15 @@ class GpuCapacity:
     family: str | None = None  # rules.GPU_FAMILIES code
     nvlink_gbps: float | None = None
     memory_bandwidth_tbps: float | None = None
+    # A safety margin calibrated for this GPU (a fraction of the subtotal, like the request's); None: the request's.
+    safety_margin_fraction: float | None = None
+    safety_margin_source: str = ""  # where the calibrated margin comes from, shown next to the layout
+
+    def request_for(self, request: InferenceRequest | TrainingRequest) -> InferenceRequest | TrainingRequest:
+        """The request as this GPU sees it: with its calibrated safety margin when it has one."""
+        if self.safety_margin_fraction is None:
+            return request
+        return replace(request, safety_margin_fraction=self.safety_margin_fraction)
 
 
 @dataclass(frozen=True)
@@ -314,10 +324,18 @@ class GpuFit:
     fewest_gpus_zero3: int | None = None  # training when the plan is not already ZeRO-3
     largest_concurrency: int | None = None  # inference on the planned degree; None with concurrency_unbounded
     concurrency_unbounded: bool = False
+    # The cheapest fitting layout: inference, replicas × (t × pp) GPUs holding the peak sessions (fewest whole GPUs);
+    # training, the data-parallel answer at the planned ZeRO stage. None: no layout fits.
+    layout: Layout | None = None
 
     @property
     def fits_somehow(self) -> bool:
-        return self.fit.fits or self.fewest_gpus is not None or self.fewest_gpus_zero3 is not None
+        return (
+            self.fit.fits
+            or self.fewest_gpus is not None
+            or self.fewest_gpus_zero3 is not None
+            or self.layout is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -332,25 +350,43 @@ class Analysis:
         return self.plan.kind
 
 
+def gpu_layout(plan: EstimatePlan, gpu: GpuCapacity) -> Layout | None:
+    """The cheapest fitting serving layout of an inference plan on `gpu` (its calibrated safety margin applied);
+    None when no layout fits or the plan is a training one. The comparison sizes fleets with the same answer."""
+    if not isinstance(plan.request, InferenceRequest):
+        return None
+    request = gpu.request_for(plan.request)
+    return cheapest_inference_layout(plan.shape, request, gpu.capacity)  # type: ignore[arg-type]
+
+
 def _gpu_fit(plan: EstimatePlan, breakdown: Breakdown, gpu: GpuCapacity) -> GpuFit:
+    request = gpu.request_for(plan.request)
+    if request is not plan.request:
+        breakdown = EstimatePlan(plan.kind, plan.shape, request, plan.derivation).breakdown()
     result = fit(breakdown, gpu.capacity)
-    if isinstance(plan.request, TrainingRequest):
-        request = plan.request
+    if isinstance(request, TrainingRequest):
         found = fewest_gpus_training(plan.shape, request, gpu.capacity)
         fewest = None if found is None else found[0] * request.tensor_parallel
+        layout = None
+        if found is not None:
+            ranks, ranked_breakdown = found
+            layout = training_layout(
+                replace(request, data_parallel_gpus=ranks), ranked_breakdown, fit(ranked_breakdown, gpu.capacity)
+            )
         zero3 = None
         if request.zero_stage != 3:
             found3 = fewest_gpus_training(plan.shape, replace(request, zero_stage=3), gpu.capacity)
             zero3 = None if found3 is None else found3[0] * request.tensor_parallel
-        return GpuFit(gpu, result, fewest, fewest_gpus_zero3=zero3)
-    found = fewest_gpus_inference(plan.shape, plan.request, gpu.capacity)
-    concurrency = largest_concurrency(plan.shape, plan.request, gpu.capacity)
+        return GpuFit(gpu, result, fewest, fewest_gpus_zero3=zero3, layout=layout)
+    found = fewest_gpus_inference(plan.shape, request, gpu.capacity)
+    concurrency = largest_concurrency(plan.shape, request, gpu.capacity)
     return GpuFit(
         gpu,
         result,
         None if found is None else found[0],
         largest_concurrency=concurrency,
         concurrency_unbounded=concurrency is None,
+        layout=cheapest_inference_layout(plan.shape, request, gpu.capacity),
     )
 
 

@@ -4,6 +4,10 @@ whether the guide points that way, then by what the workload needs most (rules.N
 Given roofline predictions and known prices per GPU-hour, `rank_by_predicted_cost` ranks the fitting GPUs by
 PREDICTED cost per accepted output instead (the ones without a prediction or a price follow, in the order above).
 
+Memory fit: fits as planned (one replica of the planned GPUs), tight, fits with more GPUs, or does not fit. A serving
+workload fits with more GPUs when a layout of data-parallel replicas × (tensor × pipeline) GPUs holds its peak
+sessions; the entry counts that layout's whole GPUs (estimates.GpuFit.layout) and carries the layout.
+
 Plain Python over estimates.Analysis; the texts are in rules.py.
 """
 
@@ -18,7 +22,9 @@ from typing import Any
 
 from apps.workloads import rules
 from apps.workloads.estimates import Analysis, GpuFit
+from apps.workloads.memory.breakdown import EstimateKind
 from apps.workloads.memory.capacity import FitStatus
+from apps.workloads.memory.layouts import Layout
 from apps.workloads.memory.roofline import SECONDS_PER_HOUR, RooflinePrediction
 from apps.workloads.price_sources import PriceRef
 
@@ -37,6 +43,7 @@ class ShortlistEntry:
     fit_class: int
     gpus_needed: int | None  # None: does not fit with any number the estimator tries
     need_value: float | None  # the figure the workload's need ranks by (NVLink GB/s, TB/s, or GiB)
+    layout: Layout | None = None  # the cheapest fitting layout (gpu_fit.layout)
     cost: PredictedCost | None = None  # set by rank_by_predicted_cost
     cost_missing: str = ""  # why there is no predicted cost: COST_MISSING_* codes
 
@@ -62,6 +69,9 @@ def _fit_class(item: GpuFit) -> tuple[int, int | None]:
         return FITS_AS_PLANNED, item.fit.gpus
     if item.fit.status is FitStatus.TIGHT:
         return TIGHT_AS_PLANNED, item.fit.gpus
+    if item.layout is not None and item.layout.breakdown.kind is EstimateKind.INFERENCE:
+        # Serving: the cheapest layout's whole GPUs (replicas × t × pp), never more than one tensor-parallel replica.
+        return FITS_WITH_MORE_GPUS, item.layout.gpus
     needed = item.fewest_gpus if item.fewest_gpus is not None else item.fewest_gpus_zero3
     if needed is not None:
         return FITS_WITH_MORE_GPUS, needed
@@ -111,7 +121,7 @@ def build_shortlist(
         rows.append((key, item, family, in_direction, fit_class, gpus_needed, value))
     rows.sort(key=lambda row: row[0])
     entries = tuple(
-        ShortlistEntry(rank, item, family, in_direction, fit_class, gpus_needed, value)
+        ShortlistEntry(rank, item, family, in_direction, fit_class, gpus_needed, value, item.layout)
         for rank, (_, item, family, in_direction, fit_class, gpus_needed, value) in enumerate(rows, start=1)
     )
     shortlist = Shortlist(answer, need, entries)

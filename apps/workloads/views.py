@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.accounts.roles import Role, has_role
@@ -57,6 +58,48 @@ def _fit_label(status: FitStatus) -> str:
         FitStatus.TIGHT: _("tight"),
         FitStatus.DOES_NOT_FIT: _("does not fit"),
     }[status]
+
+
+def layout_text(layout, kind: str) -> str:
+    """One layout in words: "4 replicas × 1 GPU (TP 1, PP 1), 50 sessions each — 4 GPUs" (serving) or
+    "8 data-parallel ranks × 1 GPU (TP 1), micro-batch 4 — 8 GPUs" (training)."""
+    if layout is None:
+        return ""
+    per_replica = ngettext("%(n)s GPU", "%(n)s GPUs", layout.gpus_per_replica) % {"n": layout.gpus_per_replica}
+    total = ngettext("%(n)s GPU", "%(n)s GPUs", layout.gpus) % {"n": layout.gpus}
+    if kind == "training":
+        ranks = ngettext("%(n)s data-parallel rank", "%(n)s data-parallel ranks", layout.replicas) % {
+            "n": layout.replicas
+        }
+        return _("%(ranks)s × %(per_rank)s (TP %(tp)s), micro-batch %(batch)s — %(total)s") % {
+            "ranks": ranks,
+            "per_rank": per_replica,
+            "tp": layout.tensor_parallel,
+            "batch": layout.sessions_per_replica,
+            "total": total,
+        }
+    replicas = ngettext("%(n)s replica", "%(n)s replicas", layout.replicas) % {"n": layout.replicas}
+    sessions = ngettext("%(n)s session each", "%(n)s sessions each", layout.sessions_per_replica) % {
+        "n": layout.sessions_per_replica
+    }
+    return _("%(replicas)s × %(per_replica)s (TP %(tp)s, PP %(pp)s), %(sessions)s — %(total)s") % {
+        "replicas": replicas,
+        "per_replica": per_replica,
+        "tp": layout.tensor_parallel,
+        "pp": layout.pipeline_parallel,
+        "sessions": sessions,
+        "total": total,
+    }
+
+
+def safety_margin_text(gpu: estimates.GpuCapacity) -> str:
+    """The calibrated safety margin a GPU's estimate used, with its source; empty when the request's default held."""
+    if gpu.safety_margin_fraction is None:
+        return ""
+    return _("safety margin %(percent)s %% (calibrated: %(source)s)") % {
+        "percent": f"{100 * gpu.safety_margin_fraction:g}",
+        "source": gpu.safety_margin_source or _("source not stated"),
+    }
 
 
 def missing_rows(missing: list[readiness.MissingField]) -> list[dict]:
@@ -131,6 +174,9 @@ def _gpu_rows(report: SummaryReport) -> list[dict]:
                 "fewest_gpus_zero3": item.fewest_gpus_zero3,
                 "largest_concurrency": item.largest_concurrency,
                 "concurrency_unbounded": item.concurrency_unbounded,
+                "layout": layout_text(item.layout, report.analysis.kind.value),
+                "layout_gpus": item.layout.gpus if item.layout else None,
+                "safety_margin": safety_margin_text(item.gpu),
             }
         )
     return rows
@@ -151,6 +197,7 @@ def _shortlist_context(report: SummaryReport) -> dict | None:
                 "in_direction": entry.in_guide_direction,
                 "fits_as_planned": entry.fits_as_planned,
                 "gpus_needed": entry.gpus_needed,
+                "layout": layout_text(entry.layout, report.analysis.kind.value),
                 "status": _fit_label(entry.gpu_fit.fit.status),
                 "badge": FIT_BADGES[entry.gpu_fit.fit.status],
                 "need_value": entry.need_value,

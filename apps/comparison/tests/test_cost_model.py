@@ -651,3 +651,58 @@ def test_fine_tuning_is_costed_per_accepted_checkpoint():
     assert row.cost_per_completed_run == D("160.00")
     assert row.cost_per_accepted_output == D("320.00")
     assert ESTIMATED in row.provenance["cost_per_accepted_output"]
+
+
+# --- the memory floor: the peak sessions' KV cache must be held at once -------------------------------------------
+
+MEMORY_LAYOUT = Provenance.estimated("memory layout", "4 replicas × 1 GPU (TP 1, PP 1), 50 sessions each on H100")
+
+
+def _memory_floored(floor, **changes):
+    provenance = {**candidate_a().provenance, "minimum_gpus_for_memory": MEMORY_LAYOUT}
+    return candidate_a(capacity_at_slo_per_gpu=D(7), minimum_gpus_for_memory=floor,
+                       provenance={**provenance, "capacity_at_slo_per_gpu": MEASURED}, **changes)
+
+
+def test_a_fleet_the_rate_sizes_at_2_gpus_but_memory_at_4_is_priced_with_4():
+    """Rate: 12 × 1.01 = 12.12 req/s ÷ 7 req/s per GPU → ⌈1.73⌉ = 2 GPUs. Memory: the layout needs 4 whole GPUs to
+    hold the peak sessions at once → 4 GPUs, billed 4 × 730 h × 3.00 = 8,760.00; total 8,760.00 + 120.00 + 1,800.00 =
+    10,680.00; per accepted response 10,680.00 ÷ 20,000,000 = 0.000534 (without the floor: 2 × 730 × 3.00 = 4,380.00,
+    6,300.00 in all, 0.000315)."""
+    without = one_row(realtime_demand(), _memory_floored(None))
+    assert without.gpus == 2 and without.effective_unit_cost == D("0.000315")
+    row = one_row(realtime_demand(), _memory_floored(4))
+    assert row.gpus == 4 and row.nodes == 4
+    assert row.billed_compute == D("8760.00") and row.total_cost == D("10680.00")
+    assert row.effective_unit_cost == D("0.000534")
+    notes = {note.code: note for note in row.notes}
+    assert notes["sized_by"].params == {"basis": "memory", "gpus": 4, "nodes": 4}
+    assert notes["memory_floor"].params == {"minimum_gpus": 4}
+    assert MEMORY_LAYOUT in row.provenance["gpu_cost"]  # the estimate that set the fleet is a source of its cost
+
+
+def test_a_memory_floor_below_the_rate_changes_nothing():
+    """Worked example A: 3 GPUs by the rate; a layout of 1 GPU does not move it (8,490.00, 0.0004245)."""
+    provenance = {**candidate_a().provenance, "minimum_gpus_for_memory": MEMORY_LAYOUT}
+    row = one_row(realtime_demand(), candidate_a(minimum_gpus_for_memory=1, provenance=provenance))
+    assert row.gpus == 3 and row.total_cost == D("8490.00") and row.effective_unit_cost == D("0.0004245")
+    assert "memory_floor" not in {note.code for note in row.notes}
+    assert MEMORY_LAYOUT not in row.provenance["gpu_cost"]
+
+
+def test_the_memory_floor_counts_whole_replicas():
+    """2 GPUs per replica, a floor of 3 GPUs → ⌈3/2⌉ = 2 replicas = 4 GPUs (the rate: ⌈12.12 ÷ (7 × 2)⌉ = 1)."""
+    row = one_row(realtime_demand(), _memory_floored(3, gpus_per_replica=2))
+    assert row.gpus == 4
+
+
+def test_a_memory_floor_needs_its_provenance_and_a_fleet():
+    with pytest.raises(NormalizationError) as error:
+        candidate_a(minimum_gpus_for_memory=4)
+    assert error.value.field == "minimum_gpus_for_memory" and "provenance" in error.value.message
+    with pytest.raises(NormalizationError) as error:
+        candidate_c(minimum_gpus_for_memory=4,
+                    provenance={**candidate_c().provenance, "minimum_gpus_for_memory": MEMORY_LAYOUT})
+    assert error.value.field == "minimum_gpus_for_memory"
+    with pytest.raises(NormalizationError):
+        _memory_floored(0)

@@ -160,6 +160,20 @@ class BreakdownSerializer(serializers.Serializer):
     terms = TermSerializer(many=True)
 
 
+class LayoutSerializer(serializers.Serializer):
+    replicas = serializers.IntegerField(help_text=_("Data-parallel replicas (training: data-parallel ranks)."))
+    tensor_parallel = serializers.IntegerField()
+    pipeline_parallel = serializers.IntegerField()
+    gpus_per_replica = serializers.IntegerField(help_text=_("Tensor-parallel × pipeline-parallel GPUs."))
+    gpus = serializers.IntegerField(help_text=_("Whole GPUs: replicas × GPUs per replica."))
+    sessions_per_replica = serializers.IntegerField(
+        help_text=_("Peak sessions each replica holds at the p95 context (training: the micro-batch).")
+    )
+    required_bytes_per_gpu = serializers.IntegerField()
+    headroom_bytes = serializers.IntegerField()
+    status = serializers.CharField()
+
+
 class GpuFitSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -176,6 +190,11 @@ class GpuFitSerializer(serializers.Serializer):
     fewest_gpus_zero3 = serializers.IntegerField(allow_null=True)
     largest_concurrency = serializers.IntegerField(allow_null=True)
     concurrency_unbounded = serializers.BooleanField()
+    layout = LayoutSerializer(
+        allow_null=True, help_text=_("The cheapest fitting layout (fewest whole GPUs); null when none fits.")
+    )
+    safety_margin_fraction = serializers.FloatField(allow_null=True)
+    safety_margin_source = serializers.CharField(allow_blank=True)
 
 
 class EstimateOutputSerializer(serializers.Serializer):

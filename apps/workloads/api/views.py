@@ -111,6 +111,9 @@ def analysis_data(analysis: estimates.Analysis) -> dict:
                 "fewest_gpus_zero3": item.fewest_gpus_zero3,
                 "largest_concurrency": item.largest_concurrency,
                 "concurrency_unbounded": item.concurrency_unbounded,
+                "layout": item.layout.as_dict() if item.layout else None,
+                "safety_margin_fraction": item.gpu.safety_margin_fraction,
+                "safety_margin_source": item.gpu.safety_margin_source,
             }
             for item in analysis.fits
         ],
@@ -240,6 +243,7 @@ class SummaryAnalysisView(APIView):
                     "in_guide_direction": entry.in_guide_direction,
                     "fit": entry.gpu_fit.fit.status.value,
                     "gpus_needed": entry.gpus_needed,
+                    "layout": entry.layout.as_dict() if entry.layout else None,
                     "need_value": entry.need_value,
                 }
                 for entry in shortlist.entries

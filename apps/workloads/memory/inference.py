@@ -3,6 +3,7 @@ the safety margin."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,7 +31,13 @@ from apps.workloads.memory.precisions import (
     normalise_precision,
     quantisation_constant_bits,
 )
-from apps.workloads.memory.shapes import Architecture, ModelShape, check_tensor_parallel, effective_parameters
+from apps.workloads.memory.shapes import (
+    Architecture,
+    ModelShape,
+    check_tensor_parallel,
+    effective_parameters,
+    parameter_count,
+)
 
 # Upper bounds of a request; anything larger is a typo or a unit mistake.
 MAX_CONTEXT_TOKENS = 2**27
@@ -191,6 +198,8 @@ class InferenceRequest:
     p95_context_tokens: int
     concurrent_sessions: int
     tensor_parallel: int = 1
+    # Pipeline stages per replica: each stage holds ⌈L/pp⌉ layers' weights and KV cache (see stage_weights_term).
+    pipeline_parallel: int = 1
     kv_cache_precision: Precision | str | None = None  # None: the model's 16-bit dtype (fp32 models: fp32)
     block_size_tokens: int = VLLM_BLOCK_SIZE_TOKENS
     max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
@@ -203,6 +212,7 @@ class InferenceRequest:
         check_int("p95_context_tokens", self.p95_context_tokens, maximum=MAX_CONTEXT_TOKENS)
         check_int("concurrent_sessions", self.concurrent_sessions, maximum=MAX_CONCURRENT_SESSIONS)
         check_int("tensor_parallel", self.tensor_parallel, maximum=1024)
+        check_int("pipeline_parallel", self.pipeline_parallel, maximum=1024)
         check_int("block_size_tokens", self.block_size_tokens, maximum=4096)
         check_int("max_batched_tokens", self.max_batched_tokens, maximum=2**24)
         if self.activation_peak_bytes is not None:
@@ -239,19 +249,36 @@ def _kv_cache_term(shape: ModelShape, request: InferenceRequest) -> Term:
     else:
         kv_split = min(t, shape.kv_heads or t)  # ranks beyond n_kv hold copies of a KV head
         split_formula = " / min(t, n_kv)"
-    per_request = kv_cache_bytes_per_request(shape, c, precision, block)
+    pp = request.pipeline_parallel
     window_layers = shape.window_layer_count
-    if window_layers:
-        tokens_formula = "((L − L_w)·⌈c/B⌉·B + L_w·⌈min(c, w)/B⌉·B)"
-        window_inputs: dict[str, InputValue] = {"L_w": window_layers, "w": shape.sliding_window or 0}
+    stage: dict[str, InputValue] = {}
+    stage_note = ""
+    if pp == 1:
+        per_request = kv_cache_bytes_per_request(shape, c, precision, block)
+        tokens_formula = "((L − L_w)·⌈c/B⌉·B + L_w·⌈min(c, w)/B⌉·B)" if window_layers else "L·⌈c/B⌉·B"
     else:
-        tokens_formula = "L·⌈c/B⌉·B"
-        window_inputs = {}
-    formula = f"{tokens_formula}·{layer_formula}·sessions{split_formula}"
+        # The fullest pipeline stage holds ⌈L/pp⌉ layers; with sliding-window layers it is counted with as many
+        # full-attention layers as it can hold (the worst stage).
+        stage_layers = -(-layers // pp)
+        full_layers = min(stage_layers, layers - window_layers)
+        full_tokens = _round_up(c, block)
+        window_tokens = _round_up(min(c, shape.sliding_window or c), block)
+        per_request = per_layer * (full_layers * full_tokens + (stage_layers - full_layers) * window_tokens)
+        if window_layers:
+            tokens_formula = "(min(L_s, L − L_w)·⌈c/B⌉·B + (L_s − min(L_s, L − L_w))·⌈min(c, w)/B⌉·B)"
+        else:
+            tokens_formula = "L_s·⌈c/B⌉·B"
+        stage = {"pp": pp, "L_s": stage_layers}
+        stage_note = "; L_s = ⌈L/pp⌉ (the fullest pipeline stage)"
+    window_inputs: dict[str, InputValue] = (
+        {"L_w": window_layers, "w": shape.sliding_window or 0} if window_layers else {}
+    )
+    formula = f"{tokens_formula}·{layer_formula}·sessions{split_formula}{stage_note}"
     if shape.linear_attention_layers:
         formula += "; L = layers with softmax attention (linear-attention layers keep a state instead)"
     inputs = {
         "L": layers,
+        **stage,
         **layer_inputs,
         **window_inputs,
         "c": c,
@@ -350,11 +377,87 @@ def _inference_activation_term(shape: ModelShape, request: InferenceRequest) -> 
     return Term("activation_peak", math.ceil(peak), f"{formula}; {'; '.join(where)}", inputs)
 
 
+def check_pipeline_parallel(shape: ModelShape, pp: int) -> None:
+    """ShapeError unless the model has at least `pp` layers to split into stages (pp > 1 needs the layer count)."""
+    if pp == 1:
+        return
+    layers = require(shape.num_layers, "num_layers", gettext_noop("pipeline parallelism"))
+    if pp > layers:
+        raise shape_error(
+            "pipeline_parallel",
+            gettext_noop("%(pp)s pipeline stages exceed the model's %(layers)s layers."),
+            pp=pp,
+            layers=layers,
+        )
+
+
+def stage_weights_term(shape: ModelShape, t: int, pp: int) -> Term:
+    """Weights on one GPU of a pipeline stage (see _stage_weights_term), remembered per (shape, t, pp): the layout
+    search estimates the same weights for many session counts."""
+    try:
+        return _cached_stage_weights_term(shape, t, pp)
+    except TypeError:  # an unhashable shape: compute it each time
+        return _stage_weights_term(shape, t, pp)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_stage_weights_term(shape: ModelShape, t: int, pp: int) -> Term:
+    return _stage_weights_term(shape, t, pp)
+
+
+def _stage_weights_term(shape: ModelShape, t: int, pp: int) -> Term:
+    """Weights on one GPU of a replica split into `pp` pipeline stages of `t` tensor-parallel ranks.
+
+    pp = 1: P·bytes/t (weights_term). pp > 1: the fullest stage holds ⌈L/pp⌉ of the L transformer layers, and the
+    first stage the token embedding while the last holds the output head (untied: its own V·h; tied: vLLM's last rank
+    keeps a copy of the embedding). Both edge stages are counted as the worst one: ⌈L/pp⌉/L of the layer weights plus
+    one V·h matrix (kept in 16-bit when the layers are quantised, as weights_term does). Layers are taken as equal in
+    size (an MoE model's leading dense layers count as average layers; the final norm counts with the layers). With a
+    stated parameter count and no layer shape, the stage holds ⌈L/pp⌉/L of all the weights."""
+    if pp == 1:
+        return weights_term(shape, divisor=t, divisor_formula="/t", divisor_inputs={"t": t})
+    check_pipeline_parallel(shape, pp)
+    layers = shape.num_layers or 1
+    stage_layers = -(-layers // pp)
+    whole = weights_term(shape)
+    embedding_parameters = head_parameters = 0
+    if shape.has_layer_shape and shape.architecture not in (Architecture.DIFFUSION, Architecture.OTHER):
+        counted = {term.name: term.count for term in parameter_count(shape).terms}
+        embedding_parameters, head_parameters = counted.get("embedding", 0), counted.get("output_head", 0)
+    # Untied: the head (V·h) on the last stage; tied: a copy of the embedding there. Either way one V·h matrix.
+    edge_parameters = max(embedding_parameters, head_parameters)
+    precision = shape.precision
+    if precision in QUANTISED_PRECISIONS:
+        edge_bytes_per_parameter: Fraction | int = UNQUANTISED_BYTES_PER_PARAMETER
+    else:
+        edge_bytes_per_parameter = bytes_per_parameter(precision)  # type: ignore[arg-type]
+    edge_bytes = edge_parameters * edge_bytes_per_parameter
+    layer_bytes = max(0, whole.size_bytes - (embedding_parameters + head_parameters) * edge_bytes_per_parameter)
+    stage_bytes = Fraction(layer_bytes) * stage_layers / layers + edge_bytes
+    inputs: dict[str, InputValue] = {
+        **whole.inputs,
+        "W": whole.size_bytes,
+        "W_edge": _fmt(edge_bytes),
+        "W_layers": _fmt(Fraction(layer_bytes)),
+        "L": layers,
+        "pp": pp,
+        "L_s": stage_layers,
+        "t": t,
+    }
+    formula = f"(W_layers·L_s/L + W_edge)/t; W = {whole.formula}, W_layers = W − embedding − head, "
+    formula += "W_edge = V·h (embedding on the first stage, head on the last), L_s = ⌈L/pp⌉"
+    return Term("weights", math.ceil(stage_bytes / t), formula, inputs)
+
+
 def estimate_inference(shape: ModelShape, request: InferenceRequest) -> Breakdown:
     """Per-GPU memory to serve: weights/t (+ the pipeline's other models, whole) + KV(p95 context × sessions)/t
-    (+ the linear-attention state × sessions/t) + activation peak + CUDA context/runtime, then the safety margin."""
+    (+ the linear-attention state × sessions/t) + activation peak + CUDA context/runtime, then the safety margin.
+    With pp pipeline stages, weights and KV are those of the fullest stage (⌈L/pp⌉ layers); the activation peak is
+    the stage's (the same live set per layer; the logits counted as on the last stage)."""
     t = request.tensor_parallel
+    pp = request.pipeline_parallel
     check_tensor_parallel(shape, t)
+    check_pipeline_parallel(shape, pp)
     if shape.max_context_tokens is not None and request.p95_context_tokens > shape.max_context_tokens:
         raise shape_error(
             "p95_context_tokens",
@@ -363,7 +466,7 @@ def estimate_inference(shape: ModelShape, request: InferenceRequest) -> Breakdow
             window=shape.max_context_tokens,
         )
     terms = [
-        weights_term(shape, divisor=t, divisor_formula="/t", divisor_inputs={"t": t}),
+        stage_weights_term(shape, t, pp),
         *pipeline_part_terms(shape),
         _kv_cache_term(shape, request),
     ]
@@ -373,4 +476,4 @@ def estimate_inference(shape: ModelShape, request: InferenceRequest) -> Breakdow
         _inference_activation_term(shape, request),
         runtime_term(request.cuda_context_bytes, request.runtime_overhead_bytes),
     ]
-    return Breakdown(EstimateKind.INFERENCE, with_safety_margin(terms, request.safety_margin_fraction), gpus=t)
+    return Breakdown(EstimateKind.INFERENCE, with_safety_margin(terms, request.safety_margin_fraction), gpus=t * pp)

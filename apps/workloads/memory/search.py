@@ -18,20 +18,46 @@ def largest_concurrency(
     shape: ModelShape, request: InferenceRequest, capacity: Capacity, *, upper_bound: int = MAX_CONCURRENT_SESSIONS
 ) -> int | None:
     """Most concurrent sessions at the request's p95 context that fit the capacity (0: not even one fits;
-    None: memory does not limit concurrency up to `upper_bound`)."""
+    None: memory does not limit concurrency up to `upper_bound`).
+
+    The need grows with the sessions no faster than between one and two sessions (the KV cache grows linearly, the
+    activation peak stops growing once a step is full), so the straight line through those two estimates gives a
+    first guess at or below the answer; a galloping search from that guess and a bisection then find the exact
+    answer with a handful of estimates (fits_with is monotone: more sessions never need less memory)."""
+
+    def need(sessions: int) -> int:
+        return estimate_inference(shape, replace(request, concurrent_sessions=sessions)).total_bytes
 
     def fits_with(sessions: int) -> bool:
-        candidate = replace(request, concurrent_sessions=sessions)
-        return estimate_inference(shape, candidate).total_bytes <= capacity.total_bytes
+        return need(sessions) <= capacity.total_bytes
 
-    if not fits_with(1):
+    one = need(1)
+    if one > capacity.total_bytes:
         return 0
     if fits_with(upper_bound):
         return None
-    low, high = 1, 2  # invariant: fits_with(low) and (high == upper_bound or unknown); grow until high fails
-    while high < upper_bound and fits_with(high):
-        low, high = high, min(high * 2, upper_bound)
-    while high - low > 1:  # fits_with(low) is true, fits_with(high) is false
+    if upper_bound <= 2:
+        return 1  # one fits, upper_bound (2) does not
+    slope = max(1, need(2) - one)
+    guess = min(upper_bound - 1, max(1, 1 + (capacity.total_bytes - one) // slope))
+    # invariant below: fits_with(low) is true and fits_with(high) is false
+    if fits_with(guess):
+        low, step = guess, 1
+        while True:
+            probe = min(low + step, upper_bound)
+            if probe == upper_bound or not fits_with(probe):
+                high = probe
+                break
+            low, step = probe, step * 2
+    else:
+        high, step = guess, 1
+        while True:
+            probe = max(high - step, 1)
+            if probe == 1 or fits_with(probe):
+                low = probe
+                break
+            high, step = probe, step * 2
+    while high - low > 1:
         middle = (low + high) // 2
         if fits_with(middle):
             low = middle
