@@ -13,6 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
+from decimal import Decimal
 from enum import Enum
 from typing import Any
 
@@ -43,6 +44,7 @@ from apps.workloads.selectors import (
     calibrated_margins_for_user,
     gpu_architecture_of,
     margin_choice,
+    percent_text,
     shape_family,
 )
 from apps.workloads.services import calibrated_margin_record
@@ -721,13 +723,17 @@ class MarginInUse:
     gpu_architecture: str
     model_family: str
     runs: int
-    largest_underestimate_pct: float | None
+    largest_underestimate: Decimal | None
     choice: MarginChoice
     source: str
 
     @property
-    def margin_pct(self) -> float:
-        return round(100 * self.choice.fraction, 2)
+    def margin_pct(self) -> str:
+        return percent_text(Decimal(str(self.choice.fraction)))
+
+    @property
+    def largest_underestimate_pct(self) -> str | None:
+        return None if self.largest_underestimate is None else percent_text(self.largest_underestimate)
 
     @property
     def runs_missing(self) -> int:
@@ -739,8 +745,7 @@ def margins_in_use(user) -> list[MarginInUse]:
     return [
         MarginInUse(
             team=row.team.name, gpu_architecture=row.gpu_architecture, model_family=row.model_family, runs=row.runs,
-            largest_underestimate_pct=(None if row.largest_underestimate is None
-                                       else float(row.largest_underestimate * 100)),
+            largest_underestimate=row.largest_underestimate,
             choice=margin_choice(row, gpu_architecture=row.gpu_architecture, model_family=row.model_family),
             source=row.source,
         )

@@ -231,8 +231,8 @@ def memory_fit_residuals_view(request):
         "groups": groups,
         "margins": memory_fit.suggested_margins(groups),
         "margins_in_use": memory_fit.margins_in_use(request.user),
-        "margin_cushion_pct": memory_fit.calibration.CUSHION * 100,
-        "margin_cap_pct": memory_fit.calibration.MAX_MARGIN * 100,
+        "margin_cushion_pct": memory_fit.percent_text(memory_fit.calibration.CUSHION),
+        "margin_cap_pct": memory_fit.percent_text(memory_fit.calibration.MAX_MARGIN),
         "figure": memory_fit.residuals_figure(groups) if groups else None,
         "margin_min_results": memory_fit.MARGIN_MIN_RESULTS,
     })

@@ -149,7 +149,7 @@ def shape_family(shape: ModelShape) -> str:
     return calibration.model_family(str(shape.architecture.value), str(shape.precision.value))
 
 
-def _pct(fraction: Decimal) -> str:
+def percent_text(fraction: Decimal) -> str:
     """A fraction as a percentage with at most two decimals and no trailing zeros: 0.031 → "3.1"."""
     return f"{fraction * 100:.2f}".rstrip("0").rstrip(".")
 
@@ -169,13 +169,14 @@ def margin_choice(row: CalibratedMargin | None, *, gpu_architecture: str, model_
     runs = row.runs if row is not None else 0
     if row is None or row.margin_fraction is None:
         text = _("default %(margin)s %% (%(runs)d of %(needed)d phase-1 runs needed on %(gpu)s, %(family)s)") % {
-            "margin": _pct(calibration.DEFAULT_MARGIN), "runs": runs, "needed": calibration.MIN_RUNS,
+            "margin": percent_text(calibration.DEFAULT_MARGIN), "runs": runs, "needed": calibration.MIN_RUNS,
             "gpu": gpu_architecture, "family": model_family,
         }
         return MarginChoice(float(calibration.DEFAULT_MARGIN), text, calibrated=False, runs=runs)
     values = {
-        "runs": runs, "gpu": gpu_architecture, "family": model_family, "cushion": _pct(calibration.CUSHION),
-        "largest": _pct(max(Decimal(0), row.largest_underestimate)), "cap": _pct(calibration.MAX_MARGIN),
+        "runs": runs, "gpu": gpu_architecture, "family": model_family,
+        "cushion": percent_text(calibration.CUSHION), "cap": percent_text(calibration.MAX_MARGIN),
+        "largest": percent_text(max(Decimal(0), row.largest_underestimate)),
     }
     if row.capped:
         text = _("calibrated from %(runs)d phase-1 runs on %(gpu)s, %(family)s: largest underestimate %(largest)s %% "
