@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -260,12 +260,19 @@ def calibrated_margin_record(*, actor, team, gpu_architecture: str, model_family
         "capped": calibration.capped,
         "source": calibration_source(calibration),
     }
-    row = (CalibratedMargin.objects.select_for_update()
-           .filter(team=team, gpu_architecture=gpu_architecture, model_family=model_family).first())
+    group = CalibratedMargin.objects.filter(team=team, gpu_architecture=gpu_architecture, model_family=model_family)
+    row = group.select_for_update().first()
     if row is None:
         if calibration.runs == 0:
             return None
-        return model_create(instance=CalibratedMargin(team=team, gpu_architecture=gpu_architecture,
-                                                      model_family=model_family, **data), actor=actor)
+        try:
+            with transaction.atomic():
+                return model_create(instance=CalibratedMargin(team=team, gpu_architecture=gpu_architecture,
+                                                              model_family=model_family, **data), actor=actor)
+        except (IntegrityError, ValidationError):
+            # Another ingest created the group's row meanwhile: update that one (the same results give the same row).
+            row = group.select_for_update().first()
+            if row is None:
+                raise
     row, _changed = model_update(instance=row, actor=actor, data=data, fields=CALIBRATION_FIELDS)
     return row

@@ -46,6 +46,8 @@ CUSHION = Decimal("0.02")
 MAX_MARGIN = Decimal("0.50")
 #: The precision the underestimate and the margin are stored with: 0.01 %.
 PLACES = Decimal("0.0001")
+#: The largest underestimate stored (10⁶, i.e. 10⁸ %): a total predicted as a few bytes is stored as this bound.
+MAX_STORED_UNDERESTIMATE = Decimal(10) ** 6
 #: The default margin as a Decimal, for display beside a calibrated one.
 DEFAULT_MARGIN = Decimal(str(DEFAULT_SAFETY_MARGIN_FRACTION))
 
@@ -106,7 +108,7 @@ def calibrate(totals: Iterable[TotalResidual]) -> Calibration:
     ids = tuple(item.result_id for item in counted)
     if not counted:
         return Calibration(runs=0, largest_underestimate=None, margin_fraction=None)
-    largest = _round_up(max(item.underestimate for item in counted))
+    largest = min(_round_up(max(item.underestimate for item in counted)), MAX_STORED_UNDERESTIMATE)
     if len(counted) < MIN_RUNS:
         return Calibration(runs=len(counted), largest_underestimate=largest, margin_fraction=None, result_ids=ids)
     margin, capped = margin_from(largest)
