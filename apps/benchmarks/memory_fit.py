@@ -13,6 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
+from decimal import Decimal
 from enum import Enum
 from typing import Any
 
@@ -27,14 +28,26 @@ from apps.catalog.models import GpuModel, SpecKey
 from apps.catalog.selectors import usable_memory_bytes
 from apps.catalog.services import gpu_spec_set
 from apps.fleet.models import Agent, AgentPool
-from apps.workloads import estimates, rules
+from apps.workloads import estimates
+from apps.workloads.memory import calibration
 from apps.workloads.memory.breakdown import DEFAULT_SAFETY_MARGIN_FRACTION
 from apps.workloads.memory.capacity import Capacity, fit
 from apps.workloads.memory.errors import ShapeError
 from apps.workloads.memory.inference import MAX_CONCURRENT_SESSIONS, MAX_CONTEXT_TOKENS, InferenceRequest
 from apps.workloads.memory.shapes import ModelShape
 from apps.workloads.memory.training import TrainingRequest
-from apps.workloads.selectors import CAPACITY_SOURCES
+from apps.workloads.models import CalibratedMargin
+from apps.workloads.selectors import (
+    CAPACITY_SOURCES,
+    MarginChoice,
+    calibrated_margin_get,
+    calibrated_margins_for_user,
+    gpu_architecture_of,
+    margin_choice,
+    percent_text,
+    shape_family,
+)
+from apps.workloads.services import calibrated_margin_record
 
 MEMORY_FIT_KIND = "memory_fit"
 DEVICES = ("auto", "cuda", "cpu")
@@ -133,11 +146,18 @@ def derive_memory_fit_spec(
     capacity: Capacity | None = None,
     origin: Mapping[str, Any] | None = None,
     latency_limits: Mapping[str, int] | None = None,
+    safety_margin: MarginChoice | None = None,
 ) -> dict[str, Any]:
     """The `memory_fit` job spec: the shape, the target, the search limits and the server's predicted breakdown (with
-    its fit on the GPU's usable memory when that is known). ShapeError when the settings make no valid request."""
+    its fit on the GPU's usable memory when that is known). ShapeError when the settings make no valid request.
+
+    `safety_margin` (the GPU's margin: default or calibrated, `workloads.selectors.calibrated_margins`) replaces the
+    request's margin in the prediction, and its fraction and source are recorded in the spec's `safety_margin`. The
+    agent compares the total without the margin, so the margin never feeds back into the residuals."""
     if settings.device not in DEVICES:
         raise Phase1Error(_("The device must be one of %(choices)s.") % {"choices": ", ".join(DEVICES)})
+    if safety_margin is not None:
+        plan = replace(plan, request=replace(plan.request, safety_margin_fraction=safety_margin.fraction))
     target = probe_plan(plan, settings)
     breakdown = target.breakdown()
     workload, request = _request_spec(target.request)
@@ -157,6 +177,9 @@ def derive_memory_fit_spec(
     }
     if settings.model_path:
         spec["model_path"] = settings.model_path
+    if safety_margin is not None:
+        spec["safety_margin"] = {"fraction": safety_margin.fraction, "source": safety_margin.source,
+                                 "calibrated": safety_margin.calibrated, "runs": safety_margin.runs}
     if capacity is not None:
         predicted_fit = fit(breakdown, capacity)
         spec["capacity"] = {
@@ -492,8 +515,7 @@ def residuals_figure(groups: Iterable[ResidualGroup]) -> dict[str, Any]:
 
 def gpu_architecture(gpu) -> str:
     """The GPU family of the guide's cheat sheet (h100, h200, …); a GPU it does not list goes by its own name."""
-    family = rules.family_of(gpu.name)
-    return family.code if family is not None else gpu.display_name
+    return gpu_architecture_of(gpu)
 
 
 def candidate_estimate_plan(candidate) -> estimates.EstimatePlan:
@@ -516,13 +538,23 @@ def candidate_capacity(candidate) -> Capacity | None:
     return Capacity(usable.bytes, CAPACITY_SOURCES[usable.basis], label)
 
 
+def candidate_margin(candidate, plan: estimates.EstimatePlan) -> MarginChoice:
+    """The safety margin of the candidate's GPU for the plan's model family: calibrated by the team's phase-1
+    results once there are enough of them, else the default (apps/workloads/memory/calibration.py)."""
+    architecture, family = gpu_architecture(candidate.quote.gpu), shape_family(plan.shape)
+    row = calibrated_margin_get(team=candidate.team, gpu_architecture=architecture, model_family=family)
+    return margin_choice(row, gpu_architecture=architecture, model_family=family)
+
+
 def candidate_spec(candidate, settings: FitSettings) -> dict[str, Any]:
     summary = candidate.workload_summary
     gpu = candidate.quote.gpu
     try:
+        plan = candidate_estimate_plan(candidate)
         return derive_memory_fit_spec(
-            plan=candidate_estimate_plan(candidate),
+            plan=plan,
             settings=settings,
+            safety_margin=candidate_margin(candidate, plan),
             capacity=candidate_capacity(candidate),
             origin={"candidate_id": candidate.pk, "workload_summary_id": summary.pk, "gpu_id": gpu.pk,
                     "gpu_name": gpu.display_name, "gpu_architecture": gpu_architecture(gpu)},
@@ -604,13 +636,121 @@ def ingest_memory_fit(*, result: Result, now=None) -> dict[str, Any]:
         return {}
     reading = read_memory_fit(result.result, result.spec)
     spec = record_device_memory(result=result)
-    return {"memory_fit": {
+    summary: dict[str, Any] = {"memory_fit": {
         "fits_at_target": reading.fits_at_target,
         "largest_fitting": reading.largest_fitting,
         "oom_count": reading.oom_count,
         "device_kind": reading.device_kind,
         "catalog_usable_mib_recorded": spec is not None,
     }}
+    rows = recalibrate_margins(team=result.job.team, actor="ingest_result")
+    counted = margin_total(result)
+    if counted is not None:
+        row = rows.get(counted[0])
+        summary["margin_calibration"] = {
+            "gpu_architecture": counted[0][0], "model_family": counted[0][1], "runs": row.runs if row else 0,
+            "margin_fraction": str(row.margin_fraction) if row and row.margin_fraction is not None else None,
+        }
+    return summary
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The calibrated safety margin (the rule: apps/workloads/memory/calibration.py)
+# --------------------------------------------------------------------------------------------------------------------
+
+GroupKey = tuple[str, str]  # (GPU architecture, model family)
+
+
+def calibrating_results(team_id) -> QuerySet[Result]:
+    """The results that may calibrate a team's margins: canonical, succeeded, non-rehearsal memory-fit results."""
+    return Result.objects.filter(job__team_id=team_id, job__kind=MEMORY_FIT_KIND, canonical=True,
+                                 status=ResultStatus.SUCCEEDED, rehearsal=False).order_by("pk")
+
+
+def margin_total(result: Result) -> tuple[GroupKey, calibration.TotalResidual] | None:
+    """The group of a result and its total without the margin (predicted, measured), or None when the result does not
+    count: not canonical, not succeeded, a rehearsal, run on a CPU, no GPU named in its origin, or no total compared."""
+    if (not result.canonical or result.status != ResultStatus.SUCCEEDED or result.rehearsal
+            or not isinstance(result.result, dict)):
+        return None
+    spec = result.spec if isinstance(result.spec, dict) else {}
+    reading = read_memory_fit(result.result, spec)
+    if reading.device_kind == "cpu":
+        return None
+    origin = _mapping(spec.get("origin"))
+    architecture = origin.get("gpu_architecture") or origin.get("gpu_name")
+    model = _mapping(spec.get("model"))
+    model_architecture = model.get("architecture") or reading.architecture
+    precision = model.get("precision") or reading.precision
+    total = next((row for row in reading.components if row.component == TOTAL_COMPONENT), None)
+    if (not architecture or not model_architecture or not precision or total is None
+            or total.predicted_bytes is None or total.measured_bytes is None or total.predicted_bytes <= 0):
+        return None
+    key = (str(architecture), calibration.model_family(str(model_architecture), str(precision)))
+    return key, calibration.TotalResidual(result.pk, total.predicted_bytes, total.measured_bytes)
+
+
+def recalibrate_margins(*, team, actor) -> dict[GroupKey, CalibratedMargin]:
+    """Recompute every calibrated margin of the team from all its results that count, and store each group's outcome
+    (workloads.services.calibrated_margin_record: audited, unchanged rows are not written again). A group that lost
+    its last result is updated to 0 results (the default stands). Returns {group: stored row}."""
+    groups: dict[GroupKey, list[calibration.TotalResidual]] = defaultdict(list)
+    for result in calibrating_results(team.pk):
+        counted = margin_total(result)
+        if counted is not None:
+            groups[counted[0]].append(counted[1])
+    for key in CalibratedMargin.objects.filter(team=team).values_list("gpu_architecture", "model_family"):
+        groups.setdefault(tuple(key), [])
+    rows = {}
+    for (architecture, family), totals in sorted(groups.items()):
+        row = calibrated_margin_record(actor=actor, team=team, gpu_architecture=architecture, model_family=family,
+                                       calibration=calibration.calibrate(totals))
+        if row is not None:
+            rows[(architecture, family)] = row
+    return rows
+
+
+def canonical_changed(*, team, actor) -> None:
+    """services.CANONICAL_CHANGE_HANDLERS: memory-fit results stopped being canonical; the team's margins follow."""
+    recalibrate_margins(team=team, actor=actor)
+
+
+@dataclass(frozen=True)
+class MarginInUse:
+    """One calibration group on the residuals page: the margin estimates now use there, and the rule's state."""
+
+    team: str
+    gpu_architecture: str
+    model_family: str
+    runs: int
+    largest_underestimate: Decimal | None
+    choice: MarginChoice
+    source: str
+
+    @property
+    def margin_pct(self) -> str:
+        return percent_text(Decimal(str(self.choice.fraction)))
+
+    @property
+    def largest_underestimate_pct(self) -> str | None:
+        return None if self.largest_underestimate is None else percent_text(self.largest_underestimate)
+
+    @property
+    def runs_missing(self) -> int:
+        return max(0, calibration.MIN_RUNS - self.runs)
+
+
+def margins_in_use(user) -> list[MarginInUse]:
+    """The calibration groups of the user's teams, each with the margin in use and where it comes from."""
+    return [
+        MarginInUse(
+            team=row.team.name, gpu_architecture=row.gpu_architecture, model_family=row.model_family, runs=row.runs,
+            largest_underestimate=row.largest_underestimate,
+            choice=margin_choice(row, gpu_architecture=row.gpu_architecture, model_family=row.model_family),
+            source=row.source,
+        )
+        for row in calibrated_margins_for_user(user)
+    ]
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -414,7 +414,11 @@ def _group_rerun(*, group_id: int, reason: str, now: datetime) -> bool:
     jobs = list(Job.objects.select_for_update().filter(group=group))
     JobAttempt.objects.filter(job__group=group, status__in=LIVE_ATTEMPT_STATUSES).update(
         status=AttemptStatus.CANCELLED, ended_at=now)
-    Result.objects.filter(job__group=group, canonical=True).update(canonical=False)
+    dropped = Result.objects.filter(job__group=group, canonical=True)
+    dropped_kinds = set(dropped.values_list("job__kind", flat=True))
+    dropped.update(canonical=False)
+    for kind in sorted(dropped_kinds & set(CANONICAL_CHANGE_HANDLERS)):
+        import_string(CANONICAL_CHANGE_HANDLERS[kind])(team=group.team, actor="job_group_rerun")
     if group.generation >= group.max_generations or any(job.cancel_requested for job in jobs):
         group.status = JobGroupStatus.FAILED
         group.finished_at = now
@@ -889,6 +893,13 @@ INGEST_HANDLERS: dict[str, str] = {
     "acceptance": "apps.benchmarks.resilience.ingest",
     "checkpoint": "apps.benchmarks.resilience.ingest",
     "allreduce": "apps.benchmarks.resilience.ingest",
+}
+
+
+#: What follows when results of a job kind stop being canonical (a job group's abandoned generation): job kind →
+#: dotted path of `handler(*, team, actor)`, called inside the transaction that changed the flag.
+CANONICAL_CHANGE_HANDLERS: dict[str, str] = {
+    "memory_fit": "apps.benchmarks.memory_fit.canonical_changed",
 }
 
 

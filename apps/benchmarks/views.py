@@ -212,6 +212,7 @@ def memory_fit_plan_create_view(request, candidate_pk: int):
         "candidate": candidate, "form": form, "training": memory_fit.is_training(estimate),
         "predicted_total_mib": round(preview["predicted"]["total_bytes"] / memory_fit.MIB, 1),
         "capacity": preview.get("capacity"),
+        "safety_margin": preview.get("safety_margin"),
         "capacity_mib": (round(preview["capacity"]["usable_bytes"] / memory_fit.MIB, 1)
                          if preview.get("capacity") else None),
     }, status=400 if request.method == "POST" else 200)
@@ -219,7 +220,7 @@ def memory_fit_plan_create_view(request, candidate_pk: int):
 
 def memory_fit_residuals_view(request):
     """Phase-1 residuals (measured − predicted) per GPU architecture, precision and component over the user's
-    results, with the chart and the safety margin they suggest."""
+    results, with the chart, the safety margin they suggest and the margin estimates now use per calibration group."""
     from apps.benchmarks import memory_fit, throughput_residuals
 
     groups = memory_fit.memory_fit_residuals(request.user)
@@ -229,6 +230,9 @@ def memory_fit_residuals_view(request):
         "capacity_groups": throughput_residuals.group_capacity_residuals(comparisons),
         "groups": groups,
         "margins": memory_fit.suggested_margins(groups),
+        "margins_in_use": memory_fit.margins_in_use(request.user),
+        "margin_cushion_pct": memory_fit.percent_text(memory_fit.calibration.CUSHION),
+        "margin_cap_pct": memory_fit.percent_text(memory_fit.calibration.MAX_MARGIN),
         "figure": memory_fit.residuals_figure(groups) if groups else None,
         "margin_min_results": memory_fit.MARGIN_MIN_RESULTS,
     })

@@ -684,3 +684,51 @@ class WorkloadSummary(TeamOwnedModel):
         errors = summary_errors(self)
         if errors:
             raise ValidationError(errors)
+
+
+class CalibratedMargin(TeamOwnedModel):
+    """The safety margin a team's phase-1 (memory-fit) results give one GPU architecture and model family, by the rule
+    of `apps/workloads/memory/calibration.py`: from MIN_RUNS results on, the largest underestimate of the total plus a
+    cushion, capped; below it `margin_fraction` is empty and the default margin stands.
+
+    Written only by the benchmarks app when a memory-fit result is ingested or stops being canonical
+    (`apps/workloads/services.calibrated_margin_record`), recomputed from every result that counts, so writing it
+    again changes nothing; read by `apps/workloads/selectors.calibrated_margins`.
+    """
+
+    created_by = None  # computed from results, never entered by a person; the audit log says which ingest wrote it
+    team = team_foreign_key("calibrated_margins")
+    gpu_architecture = models.CharField(_("GPU architecture"), max_length=100)
+    model_family = models.CharField(_("model family"), max_length=40,
+                                    help_text=_("Model architecture and weight precision, e.g. dense/bf16."))
+    runs = models.PositiveIntegerField(_("results counted"), default=0)
+    largest_underestimate = models.DecimalField(
+        _("largest underestimate"), max_digits=12, decimal_places=4, null=True, blank=True,
+        help_text=_("(measured − predicted) ÷ predicted total without the safety margin, the largest of the results; "
+                    "positive when the estimate was too low."),
+    )
+    margin_fraction = models.DecimalField(
+        _("margin"), max_digits=5, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))],
+        help_text=_("The margin in use, a fraction of the estimate's subtotal; empty while the default stands."),
+    )
+    capped = models.BooleanField(_("capped"), default=False)
+    source = models.TextField(_("source"), blank=True,
+                              help_text=_("The benchmark results counted (result ids)."))
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    class Meta:
+        ordering = ["gpu_architecture", "model_family"]
+        verbose_name = _("calibrated safety margin")
+        verbose_name_plural = _("calibrated safety margins")
+        constraints = [
+            models.UniqueConstraint(fields=["team", "gpu_architecture", "model_family"],
+                                    name="workloads_calibratedmargin_one_per_group"),
+            models.CheckConstraint(
+                condition=Q(margin_fraction__isnull=True) | Q(margin_fraction__gte=0, margin_fraction__lte=1),
+                name="workloads_calibratedmargin_fraction_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_architecture} · {self.model_family}"

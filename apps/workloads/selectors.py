@@ -3,19 +3,24 @@ decision metric, memory estimate on every catalog GPU, shortlist and capacity-mo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.db import models
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 
 from apps.catalog.models import DeviceKind, GpuModel, SpecKey
 from apps.catalog.selectors import MemoryBasis, UsableMemory, gpu_catalog, usable_memory_bytes
 from apps.workloads import estimates, predictions, price_sources, readiness, rules
+from apps.workloads.memory import calibration
 from apps.workloads.memory.capacity import Capacity, CapacitySource
 from apps.workloads.memory.errors import ShapeError
 from apps.workloads.memory.roofline import GpuPeaks, RooflineError
-from apps.workloads.models import WorkloadSummary
+from apps.workloads.memory.shapes import ModelShape
+from apps.workloads.models import CalibratedMargin, WorkloadSummary
 from apps.workloads.shortlist import Shortlist, build_shortlist
 
 
@@ -129,6 +134,94 @@ def shortlist_cost_inputs(summary: WorkloadSummary, analysis: estimates.Analysis
         "prices": price_sources.known_prices(summary.team, list(predicted)),
         "acceptance": summary.quality_acceptance_rate,
     }
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The safety margin of each GPU: the default, or the one phase-1 results calibrated (apps/workloads/memory/calibration)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def gpu_architecture_of(gpu: GpuModel) -> str:
+    """The GPU architecture results are grouped by: the guide's GPU family code (h100, h200, …), else the GPU's own
+    name. A memory-fit job's `origin.gpu_architecture` is this value."""
+    family = rules.family_of(gpu.name)
+    return family.code if family is not None else gpu.display_name
+
+
+def shape_family(shape: ModelShape) -> str:
+    """The model family of a shape (calibration.model_family): architecture/precision, `dense/bf16`."""
+    return calibration.model_family(str(shape.architecture.value), str(shape.precision.value))
+
+
+def percent_text(fraction: Decimal) -> str:
+    """A fraction as a percentage with at most two decimals and no trailing zeros: 0.031 → "3.1"."""
+    return f"{fraction * 100:.2f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class MarginChoice:
+    """The safety margin an estimate on one GPU uses (a fraction of the subtotal) and why, in words."""
+
+    fraction: float
+    source: str
+    calibrated: bool = False
+    runs: int = 0
+
+
+def margin_choice(row: CalibratedMargin | None, *, gpu_architecture: str, model_family: str) -> MarginChoice:
+    """The margin a stored calibration gives (the default while it has fewer than MIN_RUNS results), with its source."""
+    runs = row.runs if row is not None else 0
+    if row is None or row.margin_fraction is None:
+        text = _("default %(margin)s %% (%(runs)d of %(needed)d phase-1 runs needed on %(gpu)s, %(family)s)") % {
+            "margin": percent_text(calibration.DEFAULT_MARGIN), "runs": runs, "needed": calibration.MIN_RUNS,
+            "gpu": gpu_architecture, "family": model_family,
+        }
+        return MarginChoice(float(calibration.DEFAULT_MARGIN), text, calibrated=False, runs=runs)
+    values = {
+        "runs": runs, "gpu": gpu_architecture, "family": model_family,
+        "cushion": percent_text(calibration.CUSHION), "cap": percent_text(calibration.MAX_MARGIN),
+        "largest": percent_text(max(Decimal(0), row.largest_underestimate)),
+    }
+    if row.capped:
+        text = _("calibrated from %(runs)d phase-1 runs on %(gpu)s, %(family)s: largest underestimate %(largest)s %% "
+                 "+ %(cushion)s %% cushion, capped at %(cap)s %% (the estimate itself needs fixing)") % values
+    elif row.largest_underestimate < 0:
+        text = _("calibrated from %(runs)d phase-1 runs on %(gpu)s, %(family)s: no underestimate (every run used "
+                 "less than predicted) + %(cushion)s %% cushion") % values
+    else:
+        text = _("calibrated from %(runs)d phase-1 runs on %(gpu)s, %(family)s: largest underestimate %(largest)s %% "
+                 "+ %(cushion)s %% cushion") % values
+    return MarginChoice(float(row.margin_fraction), text, calibrated=True, runs=runs)
+
+
+def calibrated_margin_get(*, team, gpu_architecture: str, model_family: str) -> CalibratedMargin | None:
+    if team is None:
+        return None
+    return CalibratedMargin.objects.filter(team=team, gpu_architecture=gpu_architecture,
+                                           model_family=model_family).first()
+
+
+def calibrated_margins(gpus: Iterable[Any], shape: ModelShape, *, team) -> dict[Any, MarginChoice]:
+    """{GPU pk: the margin its estimate uses} for a model shape: each GPU's architecture and the shape's family looked
+    up in the team's calibrations. `gpus` are catalog GpuModels or CatalogGpus; without a team every GPU gets the
+    default (a calibration is a team's own: its results are not shown to other teams)."""
+    family = shape_family(shape)
+    models_ = [getattr(item, "gpu", item) for item in gpus]
+    rows: dict[str, CalibratedMargin] = {}
+    if team is not None:
+        architectures = {gpu_architecture_of(gpu) for gpu in models_}
+        rows = {row.gpu_architecture: row for row in CalibratedMargin.objects.filter(
+            team=team, model_family=family, gpu_architecture__in=architectures)}
+    choices = {}
+    for gpu in models_:
+        architecture = gpu_architecture_of(gpu)
+        choices[gpu.pk] = margin_choice(rows.get(architecture), gpu_architecture=architecture, model_family=family)
+    return choices
+
+
+def calibrated_margins_for_user(user) -> models.QuerySet[CalibratedMargin]:
+    """The calibrations of the user's teams (the residuals page)."""
+    return CalibratedMargin.objects.for_user(user).select_related("team")
 
 
 # --------------------------------------------------------------------------------------------------------------------

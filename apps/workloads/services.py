@@ -7,14 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.audit.models import ObjectChange
-from apps.audit.services import model_snapshot, model_update, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.workloads import readiness
-from apps.workloads.models import Status, Workload, WorkloadSummary
+from apps.workloads.memory.calibration import Calibration
+from apps.workloads.models import CalibratedMargin, Status, Workload, WorkloadSummary
 
 #: The fields of step 1 by section, in the order the summary form shows them.
 MODEL_SHAPE_FIELDS = (
@@ -230,3 +231,48 @@ def summary_mark_ready(*, actor, summary: WorkloadSummary) -> WorkloadSummary:
         message=_("Version %(version)s marked ready: it is now frozen.") % {"version": current.version},
     )
     return current
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The calibrated safety margin (written by the benchmarks app from phase-1 results)
+# --------------------------------------------------------------------------------------------------------------------
+
+CALIBRATION_FIELDS = ("runs", "largest_underestimate", "margin_fraction", "capped", "source")
+
+
+def calibration_source(calibration: Calibration) -> str:
+    """The results a calibration counted, as stored data (English): "benchmark results #3, #5, #9"."""
+    if not calibration.result_ids:
+        return "no benchmark result counts"
+    return "benchmark results " + ", ".join(f"#{item}" for item in calibration.result_ids)
+
+
+@transaction.atomic
+def calibrated_margin_record(*, actor, team, gpu_architecture: str, model_family: str,
+                             calibration: Calibration) -> CalibratedMargin | None:
+    """Store one group's calibration (create or update, audited). Writing the same calibration again changes nothing
+    and writes no audit entry; a group without any result that counts gets no row (an existing one is updated to 0
+    results, so the default margin stands again). Returns the row, or None when there is none."""
+    data = {
+        "runs": calibration.runs,
+        "largest_underestimate": calibration.largest_underestimate,
+        "margin_fraction": calibration.margin_fraction,
+        "capped": calibration.capped,
+        "source": calibration_source(calibration),
+    }
+    group = CalibratedMargin.objects.filter(team=team, gpu_architecture=gpu_architecture, model_family=model_family)
+    row = group.select_for_update().first()
+    if row is None:
+        if calibration.runs == 0:
+            return None
+        try:
+            with transaction.atomic():
+                return model_create(instance=CalibratedMargin(team=team, gpu_architecture=gpu_architecture,
+                                                              model_family=model_family, **data), actor=actor)
+        except (IntegrityError, ValidationError):
+            # Another ingest created the group's row meanwhile: update that one (the same results give the same row).
+            row = group.select_for_update().first()
+            if row is None:
+                raise
+    row, _changed = model_update(instance=row, actor=actor, data=data, fields=CALIBRATION_FIELDS)
+    return row
