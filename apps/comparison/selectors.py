@@ -43,7 +43,7 @@ from apps.workloads.memory.errors import ShapeError
 from apps.workloads.memory.layouts import Layout
 from apps.workloads.memory.precisions import BYTES_PER_GIB
 from apps.workloads.models import DecisionMetric, OperatingMode, WorkloadSummary, WorkloadType
-from apps.workloads.selectors import catalog_gpus
+from apps.workloads.selectors import catalog_gpus, with_calibrated_margins
 
 D = Decimal
 ZERO = D(0)
@@ -935,7 +935,8 @@ def memory_fits(summary: WorkloadSummary, results: list[CandidateResult]) -> Non
     gpu_ids = {result.candidate.quote.gpu_id for result in fleet}
     inference = plan.kind is EstimateKind.INFERENCE
     found: dict[int, MemoryFit] = {}
-    for item in catalog_gpus(gpu_ids):
+    team = summary.team if summary.team_id else None
+    for item in with_calibrated_margins(catalog_gpus(gpu_ids), plan.shape, team=team):
         gpu = item.capacity
         if gpu.capacity.total_bytes <= 0:
             continue

@@ -4,7 +4,7 @@ decision metric, memory estimate on every catalog GPU, shortlist and capacity-mo
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -219,6 +219,18 @@ def calibrated_margins(gpus: Iterable[Any], shape: ModelShape, *, team) -> dict[
     return choices
 
 
+def with_calibrated_margins(gpus: list[CatalogGpu], shape: ModelShape, *, team) -> list[CatalogGpu]:
+    """The catalog GPUs with the safety margin each estimate on them uses (the team's calibration for that GPU and
+    model family, else the default), and its source, set on their GpuCapacity (the page shows it beside the layout;
+    the fit and the layout use it)."""
+    choices = calibrated_margins(gpus, shape, team=team)
+    return [
+        replace(item, capacity=replace(item.capacity, safety_margin_fraction=choices[item.gpu.pk].fraction,
+                                       safety_margin_source=choices[item.gpu.pk].source))
+        for item in gpus
+    ]
+
+
 def calibrated_margins_for_user(user) -> models.QuerySet[CalibratedMargin]:
     """The calibrations of the user's teams (the residuals page)."""
     return CalibratedMargin.objects.for_user(user).select_related("team")
@@ -251,6 +263,7 @@ def summary_report(summary: WorkloadSummary, *, gpus: list[CatalogGpu] | None = 
     plan, plan_error = estimates.safe_plan(summary)
     analysis = shortlist = None
     if plan is not None:
+        gpus = with_calibrated_margins(gpus, plan.shape, team=summary.team if summary.team_id else None)
         try:
             analysis = estimates.analyse(plan, [item.capacity for item in gpus])
         except ShapeError as error:

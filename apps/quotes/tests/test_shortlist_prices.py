@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from apps.catalog.models import GpuModel
+from apps.catalog.models import GpuModel, GpuSpec
 from apps.quotes import services
 from apps.quotes.models import CommercialModel, PriceUnit
 from apps.quotes.selectors import cheapest_gpu_hour_prices
@@ -101,7 +101,20 @@ def test_the_workload_page_ranks_by_predicted_cost_with_a_quote_and_says_so(
     assert "Predicted cost per accepted output" in page and "(prediction)" in page
 
 
+def test_the_catalog_reference_price_ranks_a_gpu_when_the_team_has_no_quote(catalog, client_for, team, platform_user):
+    """The bundled catalog carries sourced reference prices per GPU-hour (H100 SXM among them): without a quote of
+    the team, that price ranks the GPU and the basis names it as the catalog's reference."""
+    summary = ready_summary(team)
+    shortlist = client_for(platform_user).get(summary.get_absolute_url()).context["shortlist"]
+    assert shortlist["ranking_basis"].startswith("Predicted cost per accepted output (USD)")
+    h100 = next(entry for entry in shortlist["entries"] if entry["gpu"].name == "NVIDIA H100" and
+                entry["gpu"].variant == "SXM")
+    assert h100["cost"] is not None and h100["cost"].price.kind == "reference"
+    assert h100["cost"].price.amount == Decimal("2.69")
+
+
 def test_without_any_price_the_workload_page_keeps_the_fit_and_need_ranking(catalog, client_for, team, platform_user):
+    GpuSpec.objects.filter(key="reference_price_per_gpu_hour").delete()  # the bundled reference prices
     summary = ready_summary(team)
     response = client_for(platform_user).get(summary.get_absolute_url())
     shortlist = response.context["shortlist"]

@@ -229,8 +229,14 @@ def test_the_estimate_api_returns_the_layout(client_for, finance_user, loaded_ca
         "/api/v1/workloads/estimate/", data=json.dumps(body), content_type="application/json"
     )
     assert response.status_code == 200, response.json()
-    h100 = next(gpu for gpu in response.json()["gpus"] if gpu["name"] == "NVIDIA H100 SXM")
-    assert h100["capacity_bytes"] == 80 * 10**9  # datasheet basis: TP 2 does not fit, TP 4 does
-    assert h100["layout"]["gpus"] == 4 and h100["layout"]["tensor_parallel"] == 4
+    gpus = {gpu["name"]: gpu for gpu in response.json()["gpus"]}
+    # The bundled catalog's H100 SXM carries the driver-reported 81,559 MiB (sourced): 2 GPUs at TP 2.
+    h100 = gpus["NVIDIA H100 SXM"]
+    assert h100["capacity_bytes"] == 81_559 * 2**20
+    assert h100["layout"]["gpus"] == 2 and h100["layout"]["tensor_parallel"] == 2
     assert h100["layout"]["replicas"] == 1 and h100["layout"]["sessions_per_replica"] == 1
     assert h100["safety_margin_fraction"] is None and h100["safety_margin_source"] == ""
+    # The H100 PCIe has no sourced driver figure: on the datasheet's 80·10⁹ B, TP 2 does not fit and TP 4 does.
+    pcie = gpus["NVIDIA H100 PCIe"]
+    assert pcie["capacity_bytes"] == 80 * 10**9
+    assert pcie["layout"]["gpus"] == 4 and pcie["layout"]["tensor_parallel"] == 4

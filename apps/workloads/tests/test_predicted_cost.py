@@ -92,13 +92,15 @@ def test_a_cheaper_gpu_with_a_lower_predicted_cost_per_output_ranks_above_the_fa
 
 
 def test_a_gpu_that_needs_more_gpus_is_costed_for_all_of_them():
-    """The RTX 24 GB needs tensor parallelism for this workload: its prediction runs on the fewest GPUs that fit and
-    its cost multiplies the price by them (price × t ÷ replica outputs)."""
+    """The RTX 24 GB needs more than one GPU for this workload: the shortlist counts the whole GPUs of its cheapest
+    layout (replicas × t × pp); the prediction runs on one replica of that layout and its cost multiplies the price
+    by the replica's GPUs (price × t·pp ÷ replica outputs: every replica serves the same share)."""
     shortlist = ranked({"RTX 24": reference("0.30")})
     rtx = next(entry for entry in shortlist.entries if entry.gpu_fit.gpu.name == "RTX 24")
-    assert rtx.gpus_needed and rtx.gpus_needed > 1
-    assert rtx.cost.gpus == rtx.gpus_needed == rtx.cost.prediction.tensor_parallel
-    expected = Decimal("0.30") * rtx.gpus_needed / (rtx.cost.outputs_per_hour * Decimal("0.95"))
+    assert rtx.gpus_needed and rtx.gpus_needed > 1 and rtx.layout is not None
+    assert rtx.gpus_needed == rtx.layout.gpus
+    assert rtx.cost.gpus == rtx.layout.gpus_per_replica == rtx.cost.prediction.tensor_parallel
+    expected = Decimal("0.30") * rtx.layout.gpus_per_replica / (rtx.cost.outputs_per_hour * Decimal("0.95"))
     assert rtx.cost.cost_per_accepted_output == expected
 
 
