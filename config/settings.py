@@ -57,7 +57,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -203,7 +202,7 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "apps.accounts.api_keys.ApiKeyAuthentication",  # `Token <key>`, stored hashed
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.permissions.HasAnyRole"],
     "DEFAULT_FILTER_BACKENDS": [
