@@ -356,6 +356,10 @@ CELERY_BEAT_SCHEDULE = {
     "flag-records-for-revisit": {"task": "decisions.flag_records_for_revisit", "schedule": 3600},
 }
 
+# /healthz shows each check's detail (database engine, broker, errors) to staff and to callers sending this value in
+# the X-Dossier-Health-Token header; everyone else gets the status only (docs/configuration.md).
+DOSSIER_HEALTH_TOKEN = env_secret("DOSSIER_HEALTH_TOKEN")
+
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 LOGGING = {
     "version": 1,
