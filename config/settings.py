@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.utils.translation import gettext_lazy as _
 
 from apps.common.env import (
@@ -57,11 +59,12 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",  # login throttling (AXES_* below)
+    "csp",  # Content-Security-Policy header (CONTENT_SECURITY_POLICY below)
     "apps.common",
     "apps.accounts",
     "apps.audit",
@@ -90,6 +93,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: turns a lockout raised during authenticate() into the 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -139,6 +145,31 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out account before the password is checked, and counts the failures.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling (docs/configuration.md, "Login throttling"): after AXES_FAILURE_LIMIT wrong passwords, further
+# attempts are refused (429) for AXES_COOLOFF_TIME even with the right password, on /accounts/login/ and /admin/login/
+# alike. Unlock early with `manage.py axes_reset_username <name>` (or axes_reset_ip, axes_reset).
+LOGIN_LOCKOUT_PARAMETERS = {
+    # an account from one address: no office (or proxy) address is locked for everyone by one person's typos
+    "account-and-address": [["username", "ip_address"]],
+    # an account from anywhere: stops guessing spread over many addresses, at the price of letting anyone lock it
+    "account": ["username"],
+    # either: an account from anywhere, and an address whatever the account
+    "account-or-address": ["username", "ip_address"],
+}
+AXES_LOCKOUT_PARAMETERS = LOGIN_LOCKOUT_PARAMETERS[
+    env_choice("DOSSIER_LOGIN_LOCKOUT", "account-and-address", set(LOGIN_LOCKOUT_PARAMETERS))
+]
+AXES_FAILURE_LIMIT = env_int("DOSSIER_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("DOSSIER_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_RESET_ON_SUCCESS = True  # a successful login clears that account's (and address's) failures
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_SENSITIVE_PARAMETERS = ["password"]
+
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "accounts:login"
@@ -188,6 +219,27 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Content-Security-Policy (django-csp; docs/configuration.md, "Content-Security-Policy"). Scripts only from this
+# server: every template loads its scripts as files (no inline script, no inline handler; charts read their figure
+# from a `json_script` element, which is data), and neither plotly.js 4 nor htmx needs 'unsafe-eval' here (htmx's
+# eval serves only hx-on / js: attributes, which the templates do not use). Styles need 'unsafe-inline': plotly.js
+# inserts <style> elements when it loads and sets style attributes on its SVG text, and the admin site and Swagger UI
+# use style attributes. img-src takes data: and blob: for plotly's "download as PNG" and Swagger UI's icons.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "worker-src": [SELF, "blob:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "dossier@localhost")
@@ -203,7 +255,7 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "apps.accounts.api_keys.ApiKeyAuthentication",  # `Token <key>`, stored hashed
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.permissions.HasAnyRole"],
     "DEFAULT_FILTER_BACKENDS": [
@@ -303,6 +355,10 @@ CELERY_BEAT_SCHEDULE = {
     "flag-stale-prices": {"task": "quotes.flag_stale_prices", "schedule": 3600},
     "flag-records-for-revisit": {"task": "decisions.flag_records_for_revisit", "schedule": 3600},
 }
+
+# /healthz shows each check's detail (database engine, broker, errors) to staff and to callers sending this value in
+# the X-Dossier-Health-Token header; everyone else gets the status only (docs/configuration.md).
+DOSSIER_HEALTH_TOKEN = env_secret("DOSSIER_HEALTH_TOKEN")
 
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 LOGGING = {

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from apps.common import views as common_views
 from config import legacy_urls
@@ -34,7 +34,7 @@ urlpatterns = [
     path("fleet/", include("apps.fleet.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
     path("api/agent/v1/", include("apps.agent_api.urls")),
     *legacy_urls.urlpatterns,

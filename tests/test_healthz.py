@@ -1,4 +1,5 @@
-"""/healthz: 200 when the database, the broker and a worker all answer; 503 naming whatever does not. Public."""
+"""/healthz: 200 when the database, the broker and a worker all answer; 503 naming whatever does not. Public, but
+each check's detail (the database engine, the broker, the errors) only for staff or the DOSSIER_HEALTH_TOKEN."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -13,12 +14,16 @@ pytestmark = pytest.mark.django_db
 # Nothing listens on port 1: a connection there is refused at once.
 DEAD_REDIS = "redis://127.0.0.1:1/0"
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+HEALTH_TOKEN = "health-token-for-the-tests"
 
 
 @pytest.fixture
-def healthz(client):
+def healthz(client, settings):
+    """GET /healthz as the monitoring does: with the health token, so the details are in the body."""
+    settings.DOSSIER_HEALTH_TOKEN = HEALTH_TOKEN
+
     def get():
-        return client.get(reverse("healthz"))
+        return client.get(reverse("healthz"), headers={"X-Dossier-Health-Token": HEALTH_TOKEN})
 
     return get
 
@@ -92,3 +97,37 @@ def test_healthz_is_public_and_never_cached(client, roleless_user):
     assert "no-cache" in anonymous["Cache-Control"]
     client.force_login(roleless_user)
     assert client.get(reverse("healthz")).status_code == 200
+
+
+def test_anonymous_callers_get_the_status_without_details(client, settings):
+    """Before, anyone read the database engine (`sqlite`/`postgresql`), the broker's transport and error texts."""
+    settings.DOSSIER_HEALTH_TOKEN = HEALTH_TOKEN
+    record_worker_heartbeat()
+    for headers in ({}, {"X-Dossier-Health-Token": "wrong"}, {"X-Dossier-Health-Token": ""}):
+        response = client.get(reverse("healthz"), headers=headers)
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok", "failing": []}
+        assert "sqlite" not in response.content.decode() and "postgresql" not in response.content.decode()
+
+
+def test_no_token_configured_means_no_details_for_anyone_anonymous(client, settings):
+    settings.DOSSIER_HEALTH_TOKEN = None
+    record_worker_heartbeat()
+    assert "checks" not in client.get(reverse("healthz"), headers={"X-Dossier-Health-Token": ""}).json()
+
+
+def test_a_failing_part_is_named_but_not_detailed_to_anonymous_callers(client, dead_broker):
+    record_worker_heartbeat()
+    response = client.get(reverse("healthz"))
+    assert response.status_code == 503
+    assert response.json() == {"status": "failing", "failing": ["broker"]}
+    assert "127.0.0.1" not in response.content.decode()
+
+
+def test_staff_read_the_details_and_other_users_do_not(client, roleless_user, admin_user):
+    record_worker_heartbeat()
+    client.force_login(roleless_user)
+    assert "checks" not in client.get(reverse("healthz")).json()
+    client.force_login(admin_user)  # is_staff
+    checks = client.get(reverse("healthz")).json()["checks"]
+    assert checks["database"]["detail"] in ("sqlite", "postgresql")

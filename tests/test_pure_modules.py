@@ -15,6 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_MODULES = (
+    "apps.common.chart_text",
     "apps.common.decimals",
     "apps.common.money",
     "apps.common.provenance",

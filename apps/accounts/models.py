@@ -59,3 +59,32 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ∈ {self.team}"
+
+
+class ApiKey(models.Model):
+    """A person's key for the user API (`Authorization: Token <key>`). Only its SHA-256 digest is stored.
+
+    The key itself is shown once, when it is created (apps/accounts/api_keys.py); `prefix` identifies it in lists.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys", verbose_name=_("user")
+    )
+    name = models.CharField(_("name"), max_length=120, blank=True, help_text=_("What the key is for."))
+    prefix = models.CharField(_("prefix"), max_length=16, editable=False)
+    digest = models.CharField(_("SHA-256 digest"), max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

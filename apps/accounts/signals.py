@@ -1,4 +1,4 @@
-"""Keep the role groups and the admin role's model permissions in place after every migration (docs/permissions.md).
+"""Keep the role groups and the admin role's model permissions as stated after every migration (docs/permissions.md).
 
 Migration 0002 creates the groups; this also restores them after a database flush, and grants the `admin` group the
 model permissions the Django admin site checks, once each app's permissions exist (they are created by
@@ -10,17 +10,15 @@ from django.db.models import Q
 
 from apps.accounts.roles import Role
 
-#: What the admin role manages in the admin site: people, teams, the GPU catalog and agent pools (None: every
-#: model of the app). Team-owned evidence is not listed: the admin site does not filter by team.
+#: What the admin role manages in the admin site: global data only, the GPU catalog and the procurement policy (None:
+#: every model of the app). People, roles, teams, API keys and the audit log (every team's) are for superusers only
+#: (apps/accounts/admin.py): a team admin granting itself a role, a team or a key would escalate.
 ADMIN_ROLE_MODELS: dict[str, set[str] | None] = {
-    "auth": {"user", "group"},
-    "authtoken": {"token", "tokenproxy"},
-    "accounts": None,
     "catalog": None,
-    "fleet": {"agentpool"},
+    "quotes": {"checklistquestion", "commitmenttier"},
 }
-#: Models the admin role may read there but never change (the change log is append-only).
-ADMIN_ROLE_READ_ONLY: dict[str, set[str] | None] = {"audit": None}
+#: Models the admin role may read there but never change.
+ADMIN_ROLE_READ_ONLY: dict[str, set[str] | None] = {}
 
 
 def _permission_filter() -> Q:
@@ -46,4 +44,5 @@ def ensure_role_groups(*, apps=global_apps, using: str = "default", **kwargs) ->
         return
     groups = {role: group_model.objects.using(using).get_or_create(name=role)[0] for role in Role.values}
     permissions = permission_model.objects.using(using).filter(_permission_filter())
-    groups[Role.ADMIN].permissions.add(*permissions)
+    # set, not add: a database from before the admin role lost people and teams loses those permissions here too.
+    groups[Role.ADMIN].permissions.set(permissions)

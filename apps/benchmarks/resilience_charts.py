@@ -9,6 +9,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from apps.benchmarks.throughput_charts import _layout
+from apps.common.chart_text import escaped_figure
 
 COLORS = {"sent": "#2f5d8a", "retries": "#c58b2b", "succeeded": "#6b8e23", "errors": "#b5443b", "p99": "#1d2330",
           "marker": "#9aa0a6", "healthy": "#6b8e23", "busbw": "#2f5d8a", "algbw": "#9db6cf"}
@@ -21,6 +22,7 @@ def marker_labels() -> dict[str, str]:
     }
 
 
+@escaped_figure
 def timeline(scenario: dict[str, Any]) -> dict[str, Any] | None:
     """Requests sent, retries, successes and failed attempts per second, the p99 of each second's successes on a
     second axis, and the events as vertical lines."""
@@ -65,6 +67,7 @@ def timeline(scenario: dict[str, Any]) -> dict[str, Any] | None:
         legend={"orientation": "h", "y": -0.3}, margin={"t": 48, "r": 64, "b": 110, "l": 64})}
 
 
+@escaped_figure
 def cold_start(cold: dict[str, Any] | None) -> dict[str, Any] | None:
     """Each cold start's time to healthy and to the first token, as points over a box."""
     runs = (cold or {}).get("runs") or []
@@ -83,6 +86,7 @@ def cold_start(cold: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"data": data, "layout": _layout(_("Cold start (stop → start)"), "", _("seconds"), showlegend=False)}
 
 
+@escaped_figure
 def interconnect(allreduce: dict[str, Any]) -> dict[str, Any] | None:
     """Bus and algorithm bandwidth against the message size (log scale), labelled with the device and backend."""
     rows = allreduce.get("rows") or []

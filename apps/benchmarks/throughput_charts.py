@@ -8,6 +8,8 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from apps.common.chart_text import escaped_figure
+
 COLORS = {"ttft": "#2f5d8a", "e2e": "#c58b2b", "slo": "#b5443b", "p50": "#9db6cf", "p95": "#2f5d8a",
           "p99": "#1d2330", "goodput": "#6b8e23", "throughput": "#2f5d8a", "ideal": "#9aa0a6"}
 
@@ -17,6 +19,7 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
             "margin": {"t": 48, "r": 16, "b": 48, "l": 64}, "legend": {"orientation": "h"}, **extra}
 
 
+@escaped_figure
 def latency_cdf(summary: dict[str, Any]) -> dict[str, Any] | None:
     """TTFT and end-to-end CDFs (per request, succeeded requests) with the SLO limits as vertical lines."""
     histograms = summary.get("histograms") or {}
@@ -42,6 +45,7 @@ def latency_cdf(summary: dict[str, Any]) -> dict[str, Any] | None:
                                             shapes=shapes)}
 
 
+@escaped_figure
 def throughput_latency(measured: dict[str, Any]) -> dict[str, Any] | None:
     """End-to-end p50/p95/p99 against the achieved request throughput, one point per sweep level."""
     points = measured.get("points") or []
@@ -62,6 +66,7 @@ def throughput_latency(measured: dict[str, Any]) -> dict[str, Any] | None:
                                             _("seconds"))}
 
 
+@escaped_figure
 def goodput_offered(measured: dict[str, Any]) -> dict[str, Any] | None:
     """Goodput (accepted/s), throughput and the rate actually sent against the offered load, with the capacity at
     the SLO marked."""

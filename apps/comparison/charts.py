@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from django.utils.translation import gettext as _
 
+from apps.common.chart_text import chart_text, escaped_figure
 from apps.comparison import cost_model
 from apps.comparison.selectors import Comparison
 from apps.evidence.models import FigureMetric
@@ -53,6 +54,7 @@ def _layout(title: str, *, x_title: str = "", y_title: str = "", **extra) -> dic
     return layout
 
 
+@escaped_figure
 def cost_breakdown(comparison: Comparison) -> dict | None:
     """Stacked cost per accepted output: productive and idle GPU, storage/network, labor, other, failure waste."""
     if comparison.is_training:
@@ -76,13 +78,14 @@ def cost_breakdown(comparison: Comparison) -> dict | None:
             continue
         data.append({
             "type": "bar", "name": name, "x": labels, "y": values, "marker": {"color": COLORS[key]},
-            "hovertemplate": HOVER_UNIT_COST + "<extra>" + name + "</extra>",
+            "hovertemplate": HOVER_UNIT_COST + "<extra>" + chart_text(name) + "</extra>",
         })
     unit = _("%(currency)s per accepted output") % {"currency": comparison.currency}
     return {"data": data, "layout": _layout(_("Cost per accepted output, by component"), y_title=unit,
                                             barmode="stack")}
 
 
+@escaped_figure
 def training_cost_breakdown(comparison: Comparison) -> dict | None:
     """Stacked cost per completed training run: GPU compute, checkpointing, failed-run waste and the cost lines."""
     rows = comparison.training_rows
@@ -104,13 +107,14 @@ def training_cost_breakdown(comparison: Comparison) -> dict | None:
             continue
         data.append({
             "type": "bar", "name": name, "x": labels, "y": values, "marker": {"color": COLORS[key]},
-            "hovertemplate": "%{y:,.2f}<extra>" + name + "</extra>",
+            "hovertemplate": "%{y:,.2f}<extra>" + chart_text(name) + "</extra>",
         })
     unit = _("%(currency)s per completed run") % {"currency": comparison.currency}
     return {"data": data, "layout": _layout(_("Cost per completed training run, by component"), y_title=unit,
                                             barmode="stack")}
 
 
+@escaped_figure
 def latency(comparison: Comparison) -> dict | None:
     """p50/p95/p99 latency per candidate (phase-4 inputs) against the workload's end-to-end targets."""
     percentiles = (("p50", FigureMetric.P50_LATENCY_MS), ("p95", FigureMetric.P95_LATENCY_MS),
@@ -122,7 +126,7 @@ def latency(comparison: Comparison) -> dict | None:
     labels = [result.label for result in measured]
     data = [
         {"type": "bar", "name": name, "x": labels, "y": [_float(result.value(metric)) for result in measured],
-         "marker": {"color": COLORS[name]}, "hovertemplate": "%{y} ms<extra>" + name + "</extra>"}
+         "marker": {"color": COLORS[name]}, "hovertemplate": "%{y} ms<extra>" + chart_text(name) + "</extra>"}
         for name, metric in percentiles
     ]
     shapes, annotations = [], []
@@ -139,6 +143,7 @@ def latency(comparison: Comparison) -> dict | None:
                                             barmode="group", shapes=shapes, annotations=annotations)}
 
 
+@escaped_figure
 def memory_headroom(comparison: Comparison) -> dict | None:
     """Memory margin per self-hosted candidate: the estimator's prediction beside the measured margin, in %."""
     fleet = [result for result in comparison.results if result.is_fleet
@@ -173,6 +178,7 @@ def pareto_front(points: Iterable[tuple[Decimal, Decimal, str]]) -> list[tuple[D
     return front
 
 
+@escaped_figure
 def cost_vs_p99(comparison: Comparison) -> dict | None:
     points = [(result.value(FigureMetric.P99_LATENCY_MS), result.row.effective_unit_cost, result.label)
               for result in comparison.rows if result.value(FigureMetric.P99_LATENCY_MS) is not None]
@@ -201,6 +207,7 @@ FACTOR_LABELS = {
 }
 
 
+@escaped_figure
 def tornado(comparison: Comparison) -> dict | None:
     """Each factor moved 20 % down and up, the others at base: how far the focus candidate's unit cost moves."""
     bars: Sequence[cost_model.SensitivityBar] = comparison.sensitivity
@@ -213,7 +220,7 @@ def tornado(comparison: Comparison) -> dict | None:
          "x": [float(getattr(bar, attribute)) - base for bar in reversed(bars)],
          "marker": {"color": color},
          "customdata": [float(getattr(bar, attribute)) for bar in reversed(bars)],
-         "hovertemplate": "%{customdata:.6g}<extra>" + name + "</extra>"}
+         "hovertemplate": "%{customdata:.6g}<extra>" + chart_text(name) + "</extra>"}
         for name, attribute, color in ((_("Factor −20 %"), "low", COLORS["predicted"]),
                                        (_("Factor +20 %"), "high", COLORS["failure_waste"]))
     ]
@@ -230,6 +237,7 @@ def _span(maximum: float, steps: int = 40) -> list[float]:
     return [maximum * index / steps for index in range(steps + 1)]
 
 
+@escaped_figure
 def reserve_break_even(comparison: Comparison) -> dict | None:
     """Cost per used GPU-hour against utilisation: on-demand is flat, reserved is its rate ÷ utilisation."""
     figures = comparison.break_even
@@ -250,6 +258,7 @@ def reserve_break_even(comparison: Comparison) -> dict | None:
     return {"data": data, "layout": layout}
 
 
+@escaped_figure
 def buy_break_even(comparison: Comparison) -> dict | None:
     """Cumulative cost of buying (capex, then owned running costs) and of renting, month by month."""
     figures = comparison.break_even
@@ -273,6 +282,7 @@ def buy_break_even(comparison: Comparison) -> dict | None:
                                                 "currency": comparison.currency})}
 
 
+@escaped_figure
 def api_break_even(comparison: Comparison) -> dict | None:
     """Monthly cost against monthly token volume: the API route grows with volume, self-hosting is flat."""
     figures = comparison.break_even

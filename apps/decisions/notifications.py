@@ -7,6 +7,7 @@ reader's language. Emails are sent by the task `decisions.email_notification`, q
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -27,6 +28,16 @@ EVENT_KINDS = {
     "superseded": NotificationKind.DECISION,
     "revisit_flagged": NotificationKind.REVISIT,
 }
+
+
+#: Line breaks an email header must not contain (Django refuses CR and LF with BadHeaderError; the others would let
+#: a mail client start a new line too).
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def single_line(text: str) -> str:
+    """The text on one line, every run of line breaks a space: for an email subject or any other header."""
+    return _LINE_BREAKS.sub(" ", text).strip()
 
 
 def preference_for(user) -> NotificationPreference:
@@ -118,7 +129,9 @@ def send_notification_email(notification_id: int) -> bool:
     body = "\n\n".join([text, _("Open the record: %(path)s") % {"path": notification.record.get_absolute_url()}])
     try:
         send_mail(
-            subject=f"[Dossier] {text[:150]}",  # the product's name, then the sentence in the reader's language
+            # The product's name, then the sentence in the reader's language, on one line: a record title or a
+            # rejection reason may hold line breaks, which a header must not (it failed with BadHeaderError).
+            subject=f"[Dossier] {single_line(text)[:150]}",
             message=body,
             from_email=settings.DEFAULT_FROM_EMAIL,
             recipient_list=[notification.recipient.email],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from apps.common.chart_text import chart_text, escaped_figure
 from apps.workloads.memory.precisions import BYTES_PER_GIB
 
 
@@ -15,6 +16,7 @@ def _gib(size_bytes: int) -> float:
     return round(size_bytes / BYTES_PER_GIB, 3)
 
 
+@escaped_figure
 def memory_chart(
     *,
     terms: Sequence[tuple[str, int]],
@@ -31,7 +33,7 @@ def memory_chart(
             "name": label,
             "x": names,
             "y": [_gib(size) for _ in names],
-            "hovertemplate": "%{y:.2f} GiB<extra>" + label + "</extra>",
+            "hovertemplate": "%{y:.2f} GiB<extra>" + chart_text(label) + "</extra>",
         }
         for label, size in terms
         if size > 0
@@ -44,7 +46,7 @@ def memory_chart(
             "x": names,
             "y": [_gib(capacity) for _name, capacity in gpus],
             "marker": {"symbol": "line-ew", "size": 36, "line": {"width": 4, "color": "#1d2330"}},
-            "hovertemplate": "%{y:.2f} GiB<extra>" + capacity_label + "</extra>",
+            "hovertemplate": "%{y:.2f} GiB<extra>" + chart_text(capacity_label) + "</extra>",
         }
     )
     layout = {

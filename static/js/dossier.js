@@ -1,4 +1,6 @@
-// Dossier's small behaviours: sortable tables. Everything else is server-rendered HTML (htmx).
+// Dossier's small behaviours: sortable tables, selects that submit their form, print buttons. Everything else is
+// server-rendered HTML (htmx). No inline handlers in the templates: the Content-Security-Policy allows scripts from
+// 'self' only (docs/configuration.md), so behaviour is bound here by data attributes.
 (function () {
   "use strict";
   function cellValue(row, index) {
@@ -37,6 +39,15 @@
       });
     });
   }
+  // <select data-autosubmit> submits its form on change; <button data-print-page> prints the page.
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target.matches && target.matches("select[data-autosubmit]") && target.form) target.form.requestSubmit();
+  });
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-print-page]");
+    if (button) window.print();
+  });
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
   document.addEventListener("htmx:afterSwap", function (event) { enhance(event.target); });
 })();

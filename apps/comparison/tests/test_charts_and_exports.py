@@ -126,3 +126,42 @@ def test_api_refuses_a_malformed_query(client, platform_user, example):
     client.force_login(platform_user)
     response = client.get(reverse("comparison-api:comparison", args=[example.summary.pk]), {"chosen": "abc"})
     assert response.status_code == 400 and "chosen" in response.json()
+
+
+def _strings(value, key=""):
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from _strings(item, name)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item, key)
+
+
+def test_a_candidate_label_with_markup_is_shown_as_text_in_every_chart(team, platform_user):
+    """Plotly renders `<a href>` in labels, legends and hover text: a label holding a link became a clickable link.
+    Every string of every figure now has & < > as entities (Plotly shows the characters), templates excepted."""
+    from apps.quotes.models import Candidate
+
+    example, _bought = _full(team, platform_user)
+    label = 'A <a href="https://evil.example/">deal</a> & more'
+    Candidate.objects.filter(pk=example.a.pk).update(label=label)
+    figures = charts.all_charts(comparison_for(platform_user, example.summary))
+    escaped = 'A &lt;a href="https://evil.example/"&gt;deal&lt;/a&gt; &amp; more'
+    found = [value for figure in figures.values() if figure for _key, value in _strings(figure)]
+    assert escaped in found  # the label is there, as text (cost breakdown x axis, scatter text, …)
+    assert not [value for figure in figures.values() if figure
+                for key, value in _strings(figure) if "<a" in value and not key.endswith("template")]
+
+
+def test_chart_text_escapes_the_three_markup_characters_only():
+    from apps.common.chart_text import chart_text, escape_figure_text
+
+    assert chart_text('<b>"R&D"</b>') == '&lt;b&gt;"R&amp;D"&lt;/b&gt;'
+    figure = {"data": [{"name": "<i>x</i>", "x": ["a<b", 1.5], "hovertemplate": "%{y}<extra>n</extra>"}],
+              "layout": {"title": {"text": "T & U"}}}
+    assert escape_figure_text(figure) == {
+        "data": [{"name": "&lt;i&gt;x&lt;/i&gt;", "x": ["a&lt;b", 1.5], "hovertemplate": "%{y}<extra>n</extra>"}],
+        "layout": {"title": {"text": "T &amp; U"}},
+    }

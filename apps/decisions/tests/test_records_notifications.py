@@ -162,3 +162,29 @@ def test_emails_go_through_smtp_when_the_settings_say_so(team, settings, smtp_se
     (message,) = smtp_server.messages
     assert f"To: {setup.people.reviewer.email}" in message
     assert f"{setup.record} waits for your sign-off" in message
+
+
+def test_line_breaks_in_a_title_or_a_reason_are_collapsed_in_the_subject_and_the_email_is_sent(team):
+    """A rejection whose record title and reason hold CR/LF: before, send_mail raised BadHeaderError and nothing was
+    sent; now the subject is one line (each run of line breaks a space), no header is injected, the body keeps them."""
+    from apps.decisions.models import NotificationKind
+
+    setup = build.proposed(team)
+    mail.outbox.clear()
+    notification = Notification.objects.create(
+        recipient=setup.people.reviewer, record=setup.record, kind=NotificationKind.DECISION, event="rejected",
+        params={"record": "GPU deal\r\nBcc: intruder@example.test", "stage": "", "reviewer": "fin",
+                "reason": "too\n\nexpensive"},
+        in_app=True, email_wanted=True,
+    )
+    assert notifications.send_notification_email(notification.pk) is True
+    (message,) = mail.outbox
+    assert message.subject == (
+        "[Dossier] GPU deal Bcc: intruder@example.test was rejected at the stage  by fin: too expensive"
+    )
+    assert message.bcc == [] and message.message()["Bcc"] is None
+    assert "too\n\nexpensive" in message.body
+
+
+def test_single_line_collapses_every_kind_of_line_break():
+    assert notifications.single_line("a\r\nb\rc\nd\u2028e\x85f  \n") == "a b c d e f"
