@@ -20,6 +20,7 @@ PURE_MODULES = (
     "apps.common.money",
     "apps.common.provenance",
     "apps.common.work_units",
+    "apps.common.spreadsheet",
     "apps.quotes.kinds",
     "apps.comparison.cost_model",
     "apps.comparison.mistakes",

@@ -4,7 +4,6 @@ to these classes (no session, no CSRF, no user roles)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -18,6 +17,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.common import json_input
 from apps.fleet.conf import protocol_settings
 from apps.fleet.errors import ProtocolError
 from apps.fleet.models import Agent
@@ -26,6 +26,8 @@ from apps.fleet.services import authenticate_agent, check_agent_version, pool_di
 logger = logging.getLogger(__name__)
 
 AGENT_VERSION_HEADER = "X-Agent-Version"
+#: The largest value of the integer columns an agent's numbers land in (PositiveIntegerField on PostgreSQL).
+MAX_INT32 = 2**31 - 1
 
 
 class AgentTokenAuthentication(BaseAuthentication):
@@ -111,10 +113,15 @@ def read_body(request, max_bytes: int, *, too_large_code: str = "body_too_large"
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:
+    """The one reading of an agent's JSON body (apps/common/json_input.py): a 400 naming the value's path for
+    anything a database cannot store (NUL, lone surrogates, NaN/Infinity, nesting past 64, integers past 64 bits),
+    so a result, an event or a spec never fails later at the INSERT with a 500."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise ProtocolError(400, "validation_error", _("The body is not valid JSON.")) from None
+        data = json_input.loads(body)
+    except json_input.JsonInputError as error:
+        if not error.path:
+            raise ProtocolError(400, "validation_error", error.message) from None
+        raise validation_error({error.path: [error.message]}) from None
     if not isinstance(data, dict):
         raise ProtocolError(400, "validation_error", _("The body must be a JSON object."))
     return data

@@ -9,7 +9,14 @@ from django.utils.translation import gettext as _
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from apps.agent_api.base import AgentAPIView, parse_json_object, read_body, validated, validation_error
+from apps.agent_api.base import (
+    MAX_INT32,
+    AgentAPIView,
+    parse_json_object,
+    read_body,
+    validated,
+    validation_error,
+)
 from apps.agent_api.node_views import KindField
 from apps.benchmarks import services
 from apps.benchmarks.models import ResultStatus
@@ -18,6 +25,12 @@ from apps.fleet.conf import protocol_settings
 from apps.fleet.errors import ProtocolError
 
 JOB_TOKEN_HEADER = "HTTP_X_JOB_TOKEN"  # noqa: S105 (a header name)
+
+
+def _has_control_characters(text: str) -> bool:
+    """NUL (which PostgreSQL cannot store) and the other C0/C1 controls and lone surrogates: never in a file name."""
+    return any(ord(character) < 32 or 127 <= ord(character) < 160 or 0xD800 <= ord(character) <= 0xDFFF
+               for character in text)
 
 
 class TimestampField(serializers.Field):
@@ -52,13 +65,13 @@ class ClaimInput(serializers.Serializer):
 
 
 class StartInput(serializers.Serializer):
-    attempt = serializers.IntegerField(min_value=1)
+    attempt = serializers.IntegerField(min_value=1, max_value=MAX_INT32)
     started_at = TimestampField(required=False)
     inventory = ObjectOrNullField(required=False, allow_null=True, default=None)
 
 
 class LeaseInput(serializers.Serializer):
-    attempt = serializers.IntegerField(min_value=1)
+    attempt = serializers.IntegerField(min_value=1, max_value=MAX_INT32)
     progress = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True, default=None)
 
 
@@ -69,7 +82,7 @@ class EventInput(serializers.Serializer):
 
 
 class EventsInput(serializers.Serializer):
-    attempt = serializers.IntegerField(min_value=1)
+    attempt = serializers.IntegerField(min_value=1, max_value=MAX_INT32)
     events = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
 
 
@@ -77,18 +90,18 @@ class ArtifactReference(serializers.Serializer):
     sha256 = serializers.RegexField(protocol.SHA256_PATTERN)
     name = serializers.CharField(max_length=200)
     media_type = serializers.CharField(max_length=100, required=False, default="application/octet-stream")
-    size = serializers.IntegerField(min_value=0, required=False)
+    size = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False)
 
 
 class FinishInput(serializers.Serializer):
-    attempt = serializers.IntegerField(min_value=1)
+    attempt = serializers.IntegerField(min_value=1, max_value=MAX_INT32)
     status = serializers.ChoiceField(choices=ResultStatus.values)
     started_at = TimestampField(required=False, allow_null=True, default=None)
     finished_at = TimestampField()
     result = ObjectOrNullField(allow_null=True, required=False, default=None)
     artifacts = ArtifactReference(many=True, required=False, default=list)
     error = ObjectOrNullField(allow_null=True, required=False, default=None)
-    event_count = serializers.IntegerField(min_value=0, required=False, default=0)
+    event_count = serializers.IntegerField(min_value=0, max_value=MAX_INT32, required=False, default=0)
     agent_version = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
 
 
@@ -168,8 +181,9 @@ class EventsView(JobCallView):
     def post(self, request, job_id: str):
         attempt = self.attempt_for(job_id)
         raw_seq = request.query_params.get("seq", "")
-        if not raw_seq.isdigit():
-            raise validation_error({"seq": [_("The query parameter seq must be an integer ≥ 0.")]})
+        if not (raw_seq.isascii() and raw_seq.isdigit()) or int(raw_seq) > MAX_INT32:
+            raise validation_error({"seq": [_("The query parameter seq must be an integer from 0 to %(max)d.")
+                                            % {"max": MAX_INT32}]})
         data = self.json_body(EventsInput)
         limit = protocol_settings().max_events_per_batch
         if len(data["events"]) > limit:
@@ -186,6 +200,8 @@ class EventsView(JobCallView):
                     errors[f"events[{index}].{field}"] = [str(message) for message in messages]
             else:
                 events.append(event.validated_data)
+        if not errors and int(raw_seq) + len(events) - 1 > MAX_INT32:
+            errors["seq"] = [_("The batch would number events past %(max)d.") % {"max": MAX_INT32}]
         if errors:
             raise validation_error(errors)
         outcome = services.events_store(attempt=attempt, number=data["attempt"], first_seq=int(raw_seq),
@@ -202,11 +218,15 @@ class ArtifactView(JobCallView):
             name = unquote(request.META.get("HTTP_X_ARTIFACT_NAME", ""), errors="strict")
         except UnicodeDecodeError:
             name = ""
-        if not name or len(name) > 200 or "/" in name or "\\" in name or name in {".", ".."}:
+        # Checked before a byte is stored: a name the database refuses would leave the file without its row.
+        if (not name or len(name) > 200 or "/" in name or "\\" in name or name in {".", ".."}
+                or _has_control_characters(name)):
             raise validation_error({"X-Artifact-Name": [
-                _("Give the file name, percent-encoded, at most 200 characters, without '/'.")
+                _("Give the file name, percent-encoded, at most 200 characters, without '/' or control characters.")
             ]})
         media_type = (request.META.get("CONTENT_TYPE") or "application/octet-stream").split(";")[0].strip()[:100]
+        if _has_control_characters(media_type):
+            raise validation_error({"Content-Type": [_("The media type holds control characters.")]})
         try:
             declared = int(request.META.get("CONTENT_LENGTH") or "")
         except ValueError:

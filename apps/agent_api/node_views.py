@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
-from apps.agent_api.base import AgentAPIView, validated, validation_error
+from apps.agent_api.base import MAX_INT32, AgentAPIView, validated, validation_error
 from apps.fleet import protocol
 from apps.fleet.conf import protocol_settings
 from apps.fleet.errors import ProtocolError
@@ -24,7 +24,7 @@ class RegisterInput(serializers.Serializer):
     registration_token = serializers.CharField(max_length=200)
     name = serializers.CharField(max_length=100)
     agent_version = serializers.CharField(max_length=40)
-    protocol_version = serializers.IntegerField(min_value=1)
+    protocol_version = serializers.IntegerField(min_value=1, max_value=MAX_INT32)
     machine_id = serializers.CharField(max_length=64)
     job_kinds = serializers.ListField(child=KindField(), allow_empty=True, max_length=100)
     operations = serializers.ListField(child=KindField(), allow_empty=True, max_length=100)
@@ -34,7 +34,7 @@ class RegisterInput(serializers.Serializer):
 
 class CurrentJobInput(serializers.Serializer):
     id = serializers.CharField(max_length=40)
-    attempt = serializers.IntegerField(min_value=1)
+    attempt = serializers.IntegerField(min_value=1, max_value=MAX_INT32)
 
 
 class HeartbeatInput(serializers.Serializer):
@@ -43,7 +43,7 @@ class HeartbeatInput(serializers.Serializer):
     current_job = CurrentJobInput(allow_null=True, required=False, default=None)
     job_kinds = serializers.ListField(child=KindField(), allow_empty=True, max_length=100)
     uptime_s = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
-    spool_pending = serializers.IntegerField(min_value=0, required=False, default=0)
+    spool_pending = serializers.IntegerField(min_value=0, max_value=MAX_INT32, required=False, default=0)
     inventory_sha256 = serializers.RegexField(protocol.SHA256_PATTERN, required=False, allow_blank=True,
                                               allow_null=True, default="")
 

@@ -41,7 +41,7 @@ from apps.benchmarks.models import (
     Result,
     ResultStatus,
 )
-from apps.benchmarks.plan_spec import PlanSpecError, normalise_plan_spec
+from apps.benchmarks.plan_spec import JobEntry, PlanSpecError, normalise_plan_spec
 from apps.benchmarks.storage import artifact_storage, artifact_storage_name
 from apps.benchmarks.telemetry import summarise_samples, telemetry_samples
 from apps.fleet import protocol
@@ -464,7 +464,7 @@ def _not_found() -> ProtocolError:
 def authorise_job_call(*, agent: Agent, job_id: str, job_token: str) -> JobAttempt:
     """The attempt a /jobs/{id}/… call acts on: 404 unless one of the job's attempts is this agent's,
     403 unless the job token is the token of one of this agent's attempts of this job."""
-    if not job_id.isdigit():
+    if not (job_id.isascii() and job_id.isdigit()):
         raise _not_found()
     job = Job.objects.filter(pk=int(job_id)).filter(attempts__agent=agent).distinct().first()
     if job is None:
@@ -640,10 +640,14 @@ def artifact_store(*, attempt: JobAttempt, sha256: str, name: str, media_type: s
     """Hash the body while copying it to a temporary file; keep it only when it hashes to its name.
 
     The file goes to the artifact storage under its digest (shared by every job that uploads the same bytes),
-    then one short transaction records it, so nothing is half-written when any check fails.
+    then one short transaction records it, so nothing is half-written when any check fails: a failure after the
+    file was stored removes it again (unless another artifact row uses the same bytes). An attempt that already
+    finished takes no more artifacts (409 attempt_finished): its finish listed every one it had.
     """
     config = protocol_settings()
     now = now or timezone.now()
+    if _finished(attempt.pk):
+        raise _attempt_finished(attempt)
     existing = Artifact.objects.filter(job_id=attempt.job_id, sha256=sha256).first()
     if existing is not None:
         return StoredArtifact(existing, created=False)
@@ -678,7 +682,11 @@ def artifact_store(*, attempt: JobAttempt, sha256: str, name: str, media_type: s
 
     try:
         with transaction.atomic():
+            # The attempt first, then the job: the order attempt_finish locks them in.
+            finished = _finished(attempt.pk, lock=True)
             Job.objects.select_for_update().filter(pk=attempt.job_id).first()
+            if finished:
+                raise _attempt_finished(attempt)
             used = _job_artifact_bytes(attempt.job_id)
             if used + size > config.max_job_artifact_bytes:
                 raise _quota_exceeded(used, size, config.max_job_artifact_bytes)
@@ -688,11 +696,32 @@ def artifact_store(*, attempt: JobAttempt, sha256: str, name: str, media_type: s
             )
     except IntegrityError:
         # The same upload arrived twice at once: the other request stored it.
-        return StoredArtifact(Artifact.objects.get(job_id=attempt.job_id, sha256=sha256), created=False)
-    except ProtocolError:
+        stored = Artifact.objects.filter(job_id=attempt.job_id, sha256=sha256).first()
+        if stored is not None:
+            return StoredArtifact(stored, created=False)
+        _delete_unreferenced(storage_name)
+        raise
+    except BaseException:
+        # Refused (quota, finished attempt) or failed (a value the database refused): no file without its row.
         _delete_unreferenced(storage_name)
         raise
     return StoredArtifact(artifact, created=True)
+
+
+def _finished(attempt_id: int, *, lock: bool = False) -> bool:
+    """Whether the attempt's finish was stored (it carries the finish's Idempotency-Key from then on)."""
+    attempts = JobAttempt.objects.filter(pk=attempt_id)
+    if lock:
+        attempts = attempts.select_for_update()
+    return bool(attempts.values_list("finish_idempotency_key", flat=True).first())
+
+
+def _attempt_finished(attempt: JobAttempt) -> ProtocolError:
+    return ProtocolError(
+        409, "attempt_finished",
+        _("Attempt %(attempt)d of job %(job)d already finished; it takes no more artifacts.")
+        % {"attempt": attempt.number, "job": attempt.job_id},
+    )
 
 
 def _delete_unreferenced(storage_name: str) -> None:
@@ -847,11 +876,34 @@ def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | Non
     return True
 
 
+def offline_operations_needed(*, agent: Agent, kind: str, spec: dict[str, Any]) -> list[str]:
+    """The node operations an offline run of `kind` needs; ProtocolError 400 unless the agent declared the kind and
+    every one of them, as a plan is refused for an agent that did not declare them (check_declared_operations)."""
+    declared_kinds = list(agent.job_kinds or [])
+    if kind not in declared_kinds:
+        raise ProtocolError(400, "validation_error", _("This agent did not declare the job kind it ran offline."),
+                            fields={"kind": [_("%(kind)s is not one of the job kinds this agent declared (%(kinds)s).")
+                                             % {"kind": kind, "kinds": ", ".join(declared_kinds) or "-"}]})
+    declared = list(agent.operations or [])
+    try:
+        needed = operations_needed(JobEntry(kind=kind, spec=spec), declared)
+    except PlanError as error:
+        raise ProtocolError(400, "validation_error", _("The offline run's spec is not valid."),
+                            fields={"spec": [str(error)]}) from None
+    missing = sorted(set(needed) - set(declared))
+    if missing:
+        raise ProtocolError(400, "validation_error", _("This agent did not declare every operation its run needs."),
+                            fields={"spec": [_("The agent did not declare the operations %(operations)s.")
+                                             % {"operations": ", ".join(missing)}]})
+    return needed
+
+
 def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: dict[str, Any],
                        now: datetime | None = None) -> tuple[Claim, bool]:
     """Create (or find again) the job and attempt of a run made offline, with a fresh job token.
 
-    The job targets only this agent and has one attempt: nobody else can re-run what happened on that node.
+    The job targets only this agent and has one attempt: nobody else can re-run what happened on that node. A new
+    one must be of a job kind the agent declared, needing only operations it declared (offline_operations_needed).
     """
     now = now or timezone.now()
     secret = protocol.new_token(protocol.JOB_TOKEN_PREFIX)
@@ -860,8 +912,10 @@ def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: di
         job = Job.objects.select_for_update().filter(target_agent=agent, offline_run_id=offline_run_id).first()
         created = job is None
         if created:
+            required = offline_operations_needed(agent=agent, kind=kind, spec=spec)
             job = Job.objects.create(
                 team_id=agent.pool.team_id, kind=kind, spec=spec, spec_sha256=protocol.canonical_sha256(spec),
+                required_operations=required,
                 target_pool_id=agent.pool_id, target_agent=agent, status=JobStatus.CLAIMED, attempt_count=1,
                 max_attempts=1, offline_run_id=offline_run_id, created_at=now,
                 candidate_id=_team_candidate_id(agent.pool.team_id, agent.candidate_id),

@@ -30,7 +30,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from apps.common import money
+from apps.common import money, spreadsheet
 from apps.comparison import cost_model
 from apps.comparison.selectors import CandidateResult, Comparison
 from apps.evidence.models import FigureMetric
@@ -288,11 +288,11 @@ def _training_csv(comparison: Comparison) -> str:
         row, run = result.training_row, result.training_run
         if row is None:
             problem = result.problem
-            writer.writerow([*head, *[""] * (len(TRAINING_CSV_HEADERS) - 9),
-                             problem.field if problem else "", problem.message if problem else "", "", "", "",
-                             _rehearsals_text(result)])
+            writer.writerow(spreadsheet.safe_row([
+                *head, *[""] * (len(TRAINING_CSV_HEADERS) - 9), problem.field if problem else "",
+                problem.message if problem else "", "", "", "", _rehearsals_text(result)]))
             continue
-        writer.writerow([_plain(value) for value in [
+        writer.writerow([spreadsheet.safe_cell(_plain(value)) for value in [
             *head, row.currency, run.gpus, result.training_hourly_price, row.compute_hours, row.checkpoints,
             row.checkpoint_hours, row.expected_failures, row.failed_run_waste_hours, row.wall_clock_hours,
             row.gpu_hours, row.gpu_compute, row.checkpointing, row.failed_run_waste, row.storage, row.network,
@@ -317,11 +317,11 @@ def comparison_csv(comparison: Comparison) -> str:
         head = [result.candidate.pk, result.label, str(result.candidate.kind)]
         if row is None:
             problem = result.problem
-            writer.writerow([*head, *[""] * (len(CSV_HEADERS) - 9),
-                             problem.field if problem else "", problem.message if problem else "", "", "", "",
-                             _rehearsals_text(result)])
+            writer.writerow(spreadsheet.safe_row([
+                *head, *[""] * (len(CSV_HEADERS) - 9), problem.field if problem else "",
+                problem.message if problem else "", "", "", "", _rehearsals_text(result)]))
             continue
-        writer.writerow([_plain(value) for value in [
+        writer.writerow([spreadsheet.safe_cell(_plain(value)) for value in [
             *head, str(row.commercial_model), row.currency, row.gpus, row.nodes, row.billed_hours_per_gpu,
             row.gpu_cost, row.productive_capacity, row.idle_capacity, row.storage_network, row.platform_labor,
             row.other_costs, row.retry_waste, row.failure_loss, row.preemption_rework, row.failure_waste,
@@ -440,7 +440,7 @@ def _cell_value(value: Any) -> Any:
         return int(value)  # a flag the formulas compare with 1 (Excel's TRUE is not equal to 1)
     if isinstance(value, Decimal | int):
         return value
-    return str(value)
+    return spreadsheet.safe_text(str(value))  # a label's `=…` is text, never a formula
 
 
 def _formulas(model: BillingModel, r: int) -> dict[str, str]:
@@ -720,8 +720,11 @@ def _add_line(sheet, owner_id: str, owner_label: str, column: str, line: cost_mo
               cached: dict[str, Decimal | int]) -> None:
     number = sheet.max_row + 1
     source = line.provenance
-    sheet.append([owner_id, owner_label, column, str(line.kind), line.label, line.quantity, line.unit_price,
-                  line.unit, f"=F{number}*G{number}", source.reference or f"{source.kind}: {source.by}, {source.why}"])
+    # The amount (column I) is the sheet's own formula; every other cell is data, never a formula.
+    sheet.append([*spreadsheet.safe_row([owner_id, owner_label, column, str(line.kind), line.label, line.quantity,
+                                         line.unit_price, line.unit]),
+                  f"=F{number}*G{number}",
+                  spreadsheet.safe_text(source.reference or f"{source.kind}: {source.by}, {source.why}")])
     cached[f"I{number}"] = money.multiply(line.quantity, line.unit_price)
 
 
@@ -729,14 +732,15 @@ def _problems_sheet(workbook, comparison: Comparison) -> None:
     problems = workbook.create_sheet("Problems")
     problems.append(["candidate", "field", "problem"])
     for problem in comparison.problems:
-        problems.append([problem.candidate_label, problem.field, problem.message])
+        problems.append(spreadsheet.safe_row([problem.candidate_label, problem.field, problem.message]))
     if comparison.rehearsal_results:
         rehearsals = workbook.create_sheet("Rehearsals")
         rehearsals.append(["candidate", "figure", "value", "job", "why a rehearsal", "label"])
         for result in comparison.rehearsal_results:
             for item in result.rehearsals:
-                rehearsals.append([result.label, item["metric"], money.exact(item["value"]), item["job_id"],
-                                   "; ".join(item["reasons"]), "rehearsal — not a GPU measurement"])
+                rehearsals.append(spreadsheet.safe_row([
+                    result.label, item["metric"], money.exact(item["value"]), item["job_id"],
+                    "; ".join(item["reasons"]), "rehearsal — not a GPU measurement"]))
 
 
 def _training_xlsx(comparison: Comparison) -> bytes:
@@ -748,12 +752,13 @@ def _training_xlsx(comparison: Comparison) -> bytes:
     plan = comparison.training
     for row_number, label, attribute in TRAINING_CELLS:
         sheet.cell(row=row_number, column=1, value=label)
-        cell = sheet.cell(row=row_number, column=2, value=getattr(plan, attribute) if plan else None)
+        value = spreadsheet.safe_cell(getattr(plan, attribute)) if plan else None
+        cell = sheet.cell(row=row_number, column=2, value=value)
         cell.fill = input_fill
         source = plan.provenance.get(attribute) if plan else None
-        sheet.cell(row=row_number, column=3, value=source.why if source else "")
+        sheet.cell(row=row_number, column=3, value=spreadsheet.safe_cell(source.why) if source else "")
     sheet.cell(row=6, column=1, value="reporting currency")
-    sheet.cell(row=6, column=2, value=comparison.currency)
+    sheet.cell(row=6, column=2, value=spreadsheet.safe_text(comparison.currency))
     lines_sheet = _lines_sheet(workbook)
     table = workbook.create_sheet(TABLE_SHEET)
     table.append([header for _key, header in TRAINING_INPUT_COLUMNS + TRAINING_FORMULA_COLUMNS])
@@ -776,7 +781,8 @@ def _training_xlsx(comparison: Comparison) -> bytes:
             table[f"{TRAINING_COLUMN[key]}{row_number}"] = formula
             if values.get(key) is not None:
                 cached_table[f"{TRAINING_COLUMN[key]}{row_number}"] = values[key]
-        table[f"{TRAINING_COLUMN['dossier']}{row_number}"] = money.exact(result.training_row.cost_per_completed_run)
+        table[f"{TRAINING_COLUMN['dossier']}{row_number}"] = spreadsheet.safe_text(
+            money.exact(result.training_row.cost_per_completed_run))
         for line in run.cost_lines:
             _add_line(lines_sheet, run.id, run.label, TRAINING_LINE_COLUMNS.get(str(line.kind), "other_costs"), line,
                       cached_lines)
@@ -807,11 +813,12 @@ def comparison_xlsx(comparison: Comparison) -> bytes:
         sheet.cell(row=row_number, column=1, value=label)
         cell = sheet.cell(row=row_number, column=2, value=_cell_value(value))
         cell.fill = input_fill
-        sheet.cell(row=row_number, column=3, value=(source.why if source else ""))
+        sheet.cell(row=row_number, column=3, value=spreadsheet.safe_cell(source.why) if source else "")
     sheet.cell(row=9, column=1, value="reporting currency")
-    sheet.cell(row=9, column=2, value=comparison.currency)
+    sheet.cell(row=9, column=2, value=spreadsheet.safe_text(comparison.currency))
     sheet.cell(row=10, column=1, value="workload summary")
-    sheet.cell(row=10, column=2, value=f"{comparison.summary.name} v{comparison.summary.version}")
+    summary = f"{comparison.summary.name} v{comparison.summary.version}"
+    sheet.cell(row=10, column=2, value=spreadsheet.safe_text(summary))
     sheet.column_dimensions["A"].width = 34
     sheet.column_dimensions["B"].width = 22
 
@@ -844,7 +851,7 @@ def comparison_xlsx(comparison: Comparison) -> bytes:
             table[f"{COLUMN[key]}{row_number}"] = formula
             if values.get(key) is not None:
                 cached_table[f"{COLUMN[key]}{row_number}"] = values[key]
-        table[f"{COLUMN['dossier']}{row_number}"] = money.exact(result.row.effective_unit_cost)
+        table[f"{COLUMN['dossier']}{row_number}"] = spreadsheet.safe_text(money.exact(result.row.effective_unit_cost))
         for line in given.cost_lines:
             _add_line(lines_sheet, given.id, given.label, cost_model.COST_COLUMN.get(line.kind, "other_costs"), line,
                       cached_lines)

@@ -6,7 +6,7 @@ import csv
 import io
 from decimal import Decimal
 
-from apps.common import money
+from apps.common import money, spreadsheet
 from apps.quotes.models import PriceComponent
 from apps.quotes.selectors import ComparisonRow, Converted
 
@@ -107,6 +107,8 @@ def _csv_cell(value) -> str:
         return ""
     if isinstance(value, Decimal):
         return money.canonical(value)
+    if isinstance(value, str):
+        return spreadsheet.safe_text(value)  # a vendor's `=…` is text, never a formula
     return str(value)
 
 
@@ -128,7 +130,7 @@ def xlsx_cell(value):
         if Decimal(repr(as_float)) == value:
             return as_float
         return money.canonical(value)
-    return value
+    return spreadsheet.safe_cell(value)  # a vendor's `=…` is text, never a formula
 
 
 def comparison_xlsx(rows: list[ComparisonRow], team) -> bytes:

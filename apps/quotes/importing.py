@@ -10,6 +10,7 @@ import csv
 import datetime
 import io
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -151,17 +152,58 @@ def template_csv() -> str:
 
 
 class SheetError(Exception):
-    """The file as a whole cannot be read (not a CSV/XLSX, no header, too many rows)."""
+    """The file as a whole cannot be read (not a CSV/XLSX, no header, too many rows or columns).
+
+    `rows_read` is how many rows the reader had taken from the file when it stopped."""
+
+    def __init__(self, message: str, *, rows_read: int = 0) -> None:
+        super().__init__(message)
+        self.rows_read = rows_read
+
+
+#: Columns read from an XLSX (the template has fewer; blank-headed helper columns are allowed, and ignored).
+MAX_COLUMNS = 200
+#: Empty rows tolerated among and after the data rows before the sheet is refused (a formatted tail, say).
+MAX_EMPTY_ROWS = MAX_ROWS
+
+
+def _too_many_rows(rows_read: int) -> SheetError:
+    return SheetError(_("At most %(max)s rows per import.") % {"max": MAX_ROWS}, rows_read=rows_read)
+
+
+def _too_long(last_row: int, rows_read: int) -> SheetError:
+    return SheetError(
+        _("The sheet goes on past row %(row)s (empty rows included); at most %(max)s rows per import. Delete the rows "
+          "below your data.") % {"row": last_row, "max": MAX_ROWS}, rows_read=rows_read)
 
 
 def read_sheet(name: str, content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
-    """(headers, [(row number, {header: cell})]) from a CSV or XLSX file; row numbers are the sheet's own."""
+    """(headers, [(row number, {header: cell})]) from a CSV or XLSX file; row numbers are the sheet's own.
+
+    The row limit is checked while the file streams: reading stops, with a SheetError, at the first row past
+    MAX_ROWS data rows (or past MAX_ROWS + MAX_EMPTY_ROWS rows in all), never after reading the whole file."""
     lower = (name or "").lower()
     if lower.endswith(".xlsx"):
         return _read_xlsx(content)
     if lower.endswith(".csv"):
         return _read_csv(content)
     raise SheetError(_("Upload a .csv or .xlsx file."))
+
+
+def _collect(numbered_rows, headers: list[str]) -> list[tuple[int, dict]]:
+    """The non-empty data rows of (sheet row number, cells), refusing as soon as a limit is passed."""
+    last_row = MAX_ROWS + MAX_EMPTY_ROWS + 1  # + the header
+    rows, read = [], 0
+    for number, cells in numbered_rows:
+        read += 1
+        if number > last_row:
+            raise _too_long(last_row, read)
+        if not any(cell not in (None, "") and not (isinstance(cell, str) and not cell.strip()) for cell in cells):
+            continue
+        rows.append((number, dict(zip(headers, cells, strict=False))))
+        if len(rows) > MAX_ROWS:
+            raise _too_many_rows(read)
+    return rows
 
 
 def _read_csv(content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
@@ -174,37 +216,105 @@ def _read_csv(content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
         headers = [header.strip() for header in next(reader)]
     except StopIteration:
         raise SheetError(_("The file is empty.")) from None
-    rows = []
-    for cells in reader:
-        if not any(cell.strip() for cell in cells):
-            continue
-        rows.append((reader.line_num, dict(zip(headers, cells, strict=False))))
-    return headers, rows
+    except csv.Error:
+        raise SheetError(_("The file is not a readable CSV file.")) from None
+    try:
+        # reader.line_num is read after each row is taken: the sheet row number of a row spanning lines is its last.
+        return headers, _collect(((reader.line_num, cells) for cells in reader), headers)
+    except csv.Error:
+        raise SheetError(_("The file is not a readable CSV file.")) from None
+
+
+_XLSX_ERRORS = (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, TypeError, SyntaxError, EOFError,
+                IndexError)
+#: The most a workbook may hold once unpacked (the zip's own sizes; a 64 KB upload can unpack to gigabytes).
+MAX_UNPACKED_BYTES = 64 * 1024 * 1024
+
+
+def _first_sheet(content: bytes):
+    """The workbook's first worksheet, read-only, opened without reading its rows.
+
+    openpyxl's load_workbook(read_only=True) sizes every sheet when it opens the file, and a sheet that declares no
+    size is parsed to its end for that: a sheet of millions of rows ties the worker up before a row is counted.
+    This opens the package with openpyxl's own reader steps and sizes only the first sheet, from the declaration
+    before its data (or not at all). (openpyxl 3.1, pinned in pyproject.toml.)"""
+    from openpyxl.reader.excel import ExcelReader
+    from openpyxl.styles.stylesheet import apply_stylesheet
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+    from openpyxl.worksheet._reader import DATA_TAG, DIMENSION_TAG
+    from openpyxl.worksheet.dimensions import SheetDimension
+    from openpyxl.xml.functions import iterparse
+
+    class FirstSheet(ReadOnlyWorksheet):
+        def _get_size(self):
+            with self._get_source() as source:
+                for _event, element in iterparse(source, events=("start",)):
+                    if element.tag == DIMENSION_TAG:
+                        bounds = SheetDimension.from_tree(element).boundaries
+                        self._min_column, self._min_row, self._max_column, self._max_row = bounds
+                        return
+                    if element.tag == DATA_TAG:
+                        return  # no declaration: the rows are counted while they stream
+
+    archive = zipfile.ZipFile(io.BytesIO(content))
+    if sum(item.file_size for item in archive.infolist()) > MAX_UNPACKED_BYTES:
+        archive.close()
+        raise SheetError(_("The workbook is over %(size)s MB once unpacked; split it.")
+                         % {"size": MAX_UNPACKED_BYTES // (1024 * 1024)})
+    archive.close()
+    reader = ExcelReader(io.BytesIO(content), read_only=True, data_only=True)
+    try:
+        reader.read_manifest()
+        reader.read_strings()
+        reader.read_workbook()
+        apply_stylesheet(reader.archive, reader.wb)
+        for sheet, relation in reader.parser.find_sheets():
+            if relation.target in reader.valid_files and "chartsheet" not in relation.Type:
+                return reader.archive, FirstSheet(reader.wb, sheet.name, relation.target, reader.shared_strings)
+    except BaseException:
+        reader.archive.close()
+        raise
+    reader.archive.close()
+    raise SheetError(_("The workbook has no worksheet."))
 
 
 def _read_xlsx(content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
-    import openpyxl
-
     try:
-        workbook = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError):
+        archive, sheet = _first_sheet(content)
+    except _XLSX_ERRORS:
         raise SheetError(_("The file is not a readable XLSX workbook.")) from None
     try:
-        sheet = workbook.worksheets[0]
-        iterator = sheet.iter_rows(values_only=True)
+        # The declared size first: a sheet that says it is too big is refused before a row is read.
+        if sheet.max_row is not None and sheet.max_row > MAX_ROWS + MAX_EMPTY_ROWS + 1:
+            raise SheetError(_("The sheet declares %(rows)s rows; at most %(max)s rows per import.")
+                             % {"rows": sheet.max_row - 1, "max": MAX_ROWS})
+        if sheet.max_column is not None and sheet.max_column > MAX_COLUMNS:
+            raise SheetError(_("The sheet declares %(columns)s columns; at most %(max)s are read.")
+                             % {"columns": sheet.max_column, "max": MAX_COLUMNS})
+        # Then count while streaming, whatever the declaration said (it may be missing, or too small: openpyxl would
+        # stop at a too-small one and silently drop the rest).
+        sheet.reset_dimensions()
+        iterator = enumerate(sheet.iter_rows(max_col=MAX_COLUMNS + 1, values_only=True), start=1)
         try:
-            header_cells = next(iterator)
+            _number, header_cells = next(iterator)
         except StopIteration:
             raise SheetError(_("The file is empty.")) from None
+        header_cells = _within_columns(header_cells, 1)
         headers = [str(cell).strip() if cell is not None else "" for cell in header_cells]
-        rows = []
-        for number, cells in enumerate(iterator, start=2):
-            if not any(cell not in (None, "") for cell in cells):
-                continue
-            rows.append((number, dict(zip(headers, cells, strict=False))))
+        while headers and not headers[-1]:
+            headers.pop()
+        rows = _collect(((number, _within_columns(cells, number)) for number, cells in iterator), headers)
+    except _XLSX_ERRORS:
+        raise SheetError(_("The file is not a readable XLSX workbook.")) from None
     finally:
-        workbook.close()
+        archive.close()
     return headers, rows
+
+
+def _within_columns(cells: tuple, number: int) -> tuple:
+    if len(cells) > MAX_COLUMNS and cells[MAX_COLUMNS] not in (None, ""):
+        raise SheetError(_("Row %(row)s has cells past column %(max)s.") % {"row": number, "max": MAX_COLUMNS})
+    return cells[:MAX_COLUMNS]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -222,6 +332,8 @@ def _text(value) -> str:
 def parse_cell(column: Column, value, gpus: dict[str, GpuModel]):
     """The typed value of one cell, or ValueError with a message for the report."""
     if isinstance(value, str):
+        if "\x00" in value:  # PostgreSQL cannot store it; refused here, as a cell error, never a 500
+            raise ValueError(_("This cell holds a NUL character (code 0), which cannot be stored; remove it."))
         value = value.strip()
     if value in (None, ""):
         if column.required:
@@ -318,8 +430,6 @@ def import_quotes(*, actor, team, upload) -> ImportReport:
             report.errors.append(RowError(1, column.name, _("This column is missing.")))
     if not rows:
         report.errors.append(RowError(2, "", _("The sheet has no data rows.")))
-    if len(rows) > MAX_ROWS:
-        report.errors.append(RowError(1, "", _("At most %(max)s rows per import.") % {"max": MAX_ROWS}))
     if report.errors:
         return report
 

@@ -14,9 +14,18 @@ from django.urls import reverse
 from dossier_agent.jobs import acceptance, allreduce, checkpoint
 
 from apps.benchmarks import resilience_figures
+from apps.benchmarks.models import Result
+from apps.benchmarks.services import plan_dispatch, plan_request_dispatch
+from apps.benchmarks.tests.helpers import make_plan
 from apps.comparison.tests.builders import gpu_candidate, workload
 from apps.evidence.models import CandidateFigure
-from tests.agent_server.resilience_support import Collect, agent_api, finish
+from tests.agent_server.resilience_support import (
+    DECLARED_OPERATIONS,
+    PHASE3_KINDS,
+    Collect,
+    agent_api,
+    finish,
+)
 from tests.i18n_tools import untranslated_text
 from tests.test_translations import extracted, pseudo_locale  # noqa: F401 - the pseudo-locale's fixtures
 
@@ -247,10 +256,26 @@ def test_a_groups_interconnect_figure_counts_once_every_rank_succeeded_and_from_
     assert stored.reference.startswith(f"job:{results[0].job_id} ")
 
 
-def test_an_unforeseen_result_shape_is_a_problem_not_a_stuck_ingest(pool, candidate):
+@pytest.mark.parametrize("shape", [["not", "an", "object"], {"checkpoint_bytes": 1e308}],
+                         ids=["list", "huge-float"])
+def test_an_unforeseen_result_shape_is_a_problem_not_a_stuck_ingest(pool, candidate, shape):
     stored = finish(agent_api(pool), pool, "checkpoint", CHECKPOINT_SPEC,
-                    {"targets": [], "workload": {"checkpoint_bytes": 10**400}}, candidate=candidate)
+                    {"targets": [], "workload": shape}, candidate=candidate)
     assert stored.ingested_at is not None and "problem" in stored.summary["phase3"]
+
+
+def test_an_integer_no_column_holds_is_refused_at_the_edge_before_any_ingest(pool, candidate):
+    """10**400 used to reach the ingest (which called it a problem); the API's one JSON reading now refuses an
+    integer past 64 bits with a 400 naming it (apps/common/json_input.py), so nothing is stored."""
+    api = agent_api(pool)
+    plan = make_plan(pool, kind="checkpoint", spec=CHECKPOINT_SPEC, name="Phase 3 checkpoint")
+    plan_request_dispatch(plan=plan)
+    plan_dispatch(plan_id=plan.pk)
+    claimed = api.claim_job(job_kinds=PHASE3_KINDS, operations=DECLARED_OPERATIONS)
+    response = api.finish(claimed, result={"targets": [], "workload": {"checkpoint_bytes": 10**400}})
+    assert response.status_code == 400
+    assert list(response.json()["fields"]) == ["result.workload.checkpoint_bytes"]
+    assert not Result.objects.filter(job_id=int(claimed.job_id)).exists()
 
 
 def test_the_sections_have_no_untranslated_text(pseudo_locale, checkpoint_run, allreduce_run, acceptance_run,  # noqa: F811
