@@ -103,7 +103,10 @@ class QuoteViewSet(
         request=serializers.BulkAnswerSerializer(many=True),
         responses={200: serializers.BulkAnswersResultSerializer},
     )
-    @action(detail=True, methods=["post"], url_path="checklist/answers", url_name="checklist-answers")
+    @action(
+        detail=True, methods=["post"], url_path="checklist/answers", url_name="checklist-answers",
+        parser_classes=[JSONParser],
+    )
     def checklist_answers(self, request, pk=None):
         quote = self.get_object()
         items: list[services.AnswerInput] = []
