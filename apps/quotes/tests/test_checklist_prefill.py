@@ -45,7 +45,9 @@ def test_the_mapping_reads_each_fact_from_the_quote(team, vendor, gpu, platform_
         "interconnect inside the node: NVLink 4 with NVSwitch; interconnect between nodes: 8× 400 Gb/s InfiniBand NDR"
     )
     assert facts["placement"].value == "region: eu-west; zone: eu-west-1b"
-    assert facts["commercial-model"].value == "commercial model: Reserved; payment option: No upfront; term (months): 12"
+    assert facts["commercial-model"].value == (
+        "commercial model: Reserved; payment option: No upfront; term (months): 12"
+    )
     # Committed hours stand for the minimum commitment; the overage rate is a price the quote does not have yet.
     assert facts["commitment-terms"].missing == ("Overage rate",)
     assert facts["ancillary-costs"].missing == (

@@ -120,7 +120,9 @@ def test_the_service_undoes_the_document_when_the_price_is_refused(quote, platfo
 
 
 def test_the_price_page_of_another_teams_quote_is_404(client_for, quote, outsider):
-    response = client_for(outsider).post(reverse("quotes:price-create", args=[quote.pk]), {**price_post(), "file": pdf()})
+    response = client_for(outsider).post(
+        reverse("quotes:price-create", args=[quote.pk]), {**price_post(), "file": pdf()}
+    )
     assert response.status_code == 404
     assert not QuoteDocument.objects.exists() and stored_files() == []
 
