@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.catalog.models import GpuModel
+from apps.common.forms import add_service_errors
+from apps.quotes.checklist_prefill import QuoteFacts
 from apps.quotes.models import (
+    AnswerOrigin,
     AnswerStatus,
     Candidate,
+    ChecklistAnswer,
     ChecklistQuestion,
     CostLine,
     ExchangeRate,
@@ -27,6 +32,7 @@ from apps.quotes.services import (
     QUOTE_OWNING_FIELDS,
     QUOTE_TERM_FIELDS,
     VENDOR_FIELDS,
+    AnswerInput,
 )
 from apps.workloads.models import WorkloadSummary
 
@@ -128,6 +134,28 @@ class PriceVersionForm(ServiceModelForm):
         self.fields["component"].choices = [
             (value, label) for value, label in PriceComponent.choices if value in applicable_components(quote)
         ]
+        self.fields["document"].help_text = _("A document already attached to this quote, or upload the file below.")
+        # The vendor's file, uploaded with the price that cites it (services.price_record_citing_upload).
+        self.fields["file"] = forms.FileField(
+            label=_("Vendor's file"),
+            required=False,
+            help_text=_(
+                "PDF, XLSX, CSV or EML. Attached to the quote and cited by this price, both saved together or neither."
+            ),
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("file") and cleaned.get("document"):
+            self.add_error("file", _("Either upload the vendor's file or pick a document already attached, not both."))
+        return cleaned
+
+    def service_values(self) -> tuple[dict, object]:
+        """(price_record's arguments, the uploaded file or None)."""
+        values = dict(self.cleaned_data)
+        upload = values.pop("file", None)
+        values["currency"] = values.get("currency") or None
+        return values, upload
 
 
 def applicable_components(quote: Quote) -> list[str]:
@@ -176,7 +204,11 @@ class DocumentForm(forms.Form):
 
 
 class AnswerForm(forms.Form):
-    """One checklist question's answer; the form's prefix is the question's code."""
+    """One checklist question's answer; the form's prefix is the question's code.
+
+    `answer` is the stored answer (None when there is none); `suggestion` the quote's facts for a question that the
+    quote answers only in part (apps/quotes/checklist_prefill.py), offered as the initial answer.
+    """
 
     status = forms.ChoiceField(
         label=_("Status"),
@@ -189,17 +221,103 @@ class AnswerForm(forms.Form):
         label=_("Evidence document"), queryset=QuoteDocument.objects.none(), required=False
     )
 
-    def __init__(self, *args, question: ChecklistQuestion, quote: Quote, **kwargs):
+    def __init__(
+        self, *args, question: ChecklistQuestion, quote: Quote, answer: ChecklistAnswer | None = None,
+        suggestion: QuoteFacts | None = None, **kwargs,
+    ):
+        if answer is not None:
+            kwargs["initial"] = {
+                "status": answer.status,
+                "value": answer.value,
+                "evidence": answer.evidence,
+                "evidence_document": answer.evidence_document_id,
+            }
+        elif suggestion is not None and suggestion.value:
+            kwargs["initial"] = {"value": suggestion.value}
         super().__init__(*args, **kwargs)
         self.question = question
+        self.answer = answer
+        self.suggestion = suggestion if answer is None and suggestion is not None and suggestion.value else None
         self.fields["evidence_document"].queryset = QuoteDocument.objects.filter(quote=quote)
         mark_data_choices(self, "evidence_document")
+
+    @property
+    def from_quote(self) -> bool:
+        return self.answer is not None and self.answer.origin == AnswerOrigin.QUOTE
+
+    @property
+    def missing_facts(self) -> str:
+        return ", ".join(self.suggestion.missing) if self.suggestion else ""
+
+    def answer_input(self) -> AnswerInput | None:
+        """The answer to save, or None when the question is left unanswered (no status)."""
+        data = self.cleaned_data
+        if not data.get("status"):
+            return None
+        return AnswerInput(
+            question=self.question,
+            status=data["status"],
+            value=data.get("value") or "",
+            evidence=data.get("evidence") or "",
+            evidence_document=data.get("evidence_document"),
+        )
 
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("status") == AnswerStatus.ANSWERED and not (cleaned.get("value") or "").strip():
             self.add_error("value", _("Write the answer, or mark it not provided or not applicable."))
         return cleaned
+
+
+class ChecklistFormSet:
+    """Every given question's AnswerForm, validated together and saved in one transaction
+    (services.checklist_answers_set): all answers or none, each refusal shown on its question's field.
+
+    `sections` are selectors.checklist_sections(quote); `facts` is checklist_prefill.quote_facts(quote).
+    """
+
+    def __init__(self, data=None, *, quote: Quote, sections, facts: dict[str, QuoteFacts] | None = None):
+        facts = facts or {}
+        self.quote = quote
+        self.sections = [
+            (
+                section,
+                [
+                    AnswerForm(
+                        data, prefix=question.code, question=question, quote=quote, answer=answer,
+                        suggestion=facts.get(question.code),
+                    )
+                    for question, answer in section.items
+                ],
+            )
+            for section in sections
+        ]
+
+    @property
+    def forms(self) -> list[AnswerForm]:
+        return [form for _section, forms_ in self.sections for form in forms_]
+
+    def is_valid(self) -> bool:
+        return all([form.is_valid() for form in self.forms])  # a list: every form validates, errors on each
+
+    def answer_inputs(self) -> list[AnswerInput]:
+        return [answer for form in self.forms if (answer := form.answer_input()) is not None]
+
+    def add_refusal(self, error: ValidationError) -> None:
+        """Put a service's refusal on the forms: ChecklistAnswersRefused by question and field, anything else on the
+        first form."""
+        by_code = {form.question.code: form for form in self.forms}
+        per_question = getattr(error, "per_question", None)
+        if per_question is None:
+            add_service_errors(self.forms[0], error)
+            return
+        for code, question_error in per_question.items():
+            form = by_code.get(code) or self.forms[0]
+            add_service_errors(form, question_error)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(form.errors for form in self.forms)
 
 
 class ExchangeRateForm(ServiceModelForm):

@@ -373,7 +373,15 @@ class PriceVersion(EnteredByModel):
         if self.source_kind == SourceKind.PRICE_PAGE and not self.source_reference.startswith(("https://", "http://")):
             raise ValidationError({"source_reference": _("A price page is cited by its URL.")})
         if self.source_kind == SourceKind.VENDOR_QUOTE_FILE and self.document_id is None:
-            raise ValidationError({"document": _("Attach the vendor's quote file and cite it.")})
+            raise ValidationError(
+                {
+                    "document": _(
+                        "A price from the vendor's quote file cites that file: upload it with this price (the "
+                        "price form's file field, or `file` in a multipart POST to /api/v1/quotes/price-versions/), "
+                        "or pick a document already attached to the quote."
+                    )
+                }
+            )
         if self.document_id is not None and self.quote_id is not None and self.document.quote_id != self.quote_id:
             raise ValidationError({"document": _("This document belongs to another quote.")})
         if self.observed_at is not None and self.observed_at > timezone.now() + datetime.timedelta(minutes=5):
@@ -651,6 +659,13 @@ class AnswerStatus(models.TextChoices):
     NOT_APPLICABLE = "not_applicable", _("Not applicable")
 
 
+class AnswerOrigin(models.TextChoices):
+    """Who gave an answer: a person, or the quote's own terms (apps/quotes/checklist_prefill.py)."""
+
+    PERSON = "person", _("Answered by a person")
+    QUOTE = "quote", _("From the quote")
+
+
 class ChecklistAnswer(models.Model):
     quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="answers", verbose_name=_("quote"))
     question = models.ForeignKey(
@@ -671,6 +686,16 @@ class ChecklistAnswer(models.Model):
     )
     answered_by = user_foreign_key(_("answered by"))
     answered_at = models.DateTimeField(_("answered at"), default=timezone.now)
+    origin = models.CharField(
+        _("origin"),
+        max_length=10,
+        choices=AnswerOrigin.choices,
+        default=AnswerOrigin.PERSON,
+        help_text=_(
+            "“From the quote”: written from the quote's own terms, and rewritten when they change until a person "
+            "edits the answer."
+        ),
+    )
 
     objects = scoped_queryset("quote__team").as_manager()
 

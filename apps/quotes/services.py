@@ -7,10 +7,11 @@ Prices are never edited in place: `price_record` adds a version; cost lines are 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
@@ -20,8 +21,11 @@ from apps.audit.models import ObjectChange
 from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.common import money
 from apps.common.errors import DetailedValidationError
+from apps.quotes import checklist_prefill as prefill
 from apps.quotes import documents, selectors, signals
 from apps.quotes.models import (
+    AnswerOrigin,
+    AnswerStatus,
     Candidate,
     ChecklistAnswer,
     ChecklistQuestion,
@@ -131,7 +135,9 @@ def quote_create(*, actor, team, vendor: Vendor, **terms) -> Quote:
     _check_terms(terms)
     _check_vendor(team, vendor)
     quote = Quote(team=team, vendor=vendor, created_by=actor if getattr(actor, "pk", None) else None, **terms)
-    return model_create(instance=quote, actor=actor)
+    quote = model_create(instance=quote, actor=actor)
+    checklist_prefill(actor=actor, quote=quote)
+    return quote
 
 
 @transaction.atomic
@@ -139,7 +145,9 @@ def quote_update(*, actor, quote: Quote, **changes) -> Quote:
     if "vendor" in changes:
         _check_vendor(quote.team, changes["vendor"])
     # A changed currency applies to new price versions only: every version keeps the currency it was quoted in.
-    quote, _changed = model_update(instance=quote, actor=actor, data=changes, fields=QUOTE_TERM_FIELDS)
+    quote, changed = model_update(instance=quote, actor=actor, data=changes, fields=QUOTE_TERM_FIELDS)
+    if changed:
+        checklist_prefill(actor=actor, quote=quote)
     return quote
 
 
@@ -214,8 +222,40 @@ def price_record(
         after={component: _price_summary(version)},
         message=_("%(item)s: version %(number)s") % {"item": label, "number": number},
     )
+    checklist_prefill(actor=actor, quote=quote)
     # The layers above (decisions: records citing this price) react once the version is committed, never before.
     transaction.on_commit(lambda: signals.send_price_version_committed(version))
+    return version
+
+
+def price_record_citing_upload(
+    *, actor, quote: Quote, upload: UploadedFile, description: str = "", **price
+) -> PriceVersion:
+    """Attach `upload` to the quote (as `document_attach` does) and record the price citing it, in one transaction.
+
+    `price` takes price_record's arguments except `document`. A refusal of either (the file's type or size, the
+    price's amount, source or date) saves neither: no document row, no price version, and the stored file is
+    deleted again.
+    """
+    if price.get("document") is not None:
+        raise ValidationError(
+            {"file": _("Either upload the vendor's file or pick a document already attached, not both.")}
+        )
+    price.pop("document", None)
+    stored: list = []
+    try:
+        with transaction.atomic():
+            try:
+                document = document_attach(actor=actor, quote=quote, upload=upload, description=description)
+            except ValidationError as error:
+                # The file's refusal (type, content, size) belongs to the file field of the price form.
+                raise error if hasattr(error, "error_dict") else ValidationError({"file": error.error_list}) from None
+            stored.append(document.file)
+            version = price_record(actor=actor, quote=quote, document=document, **price)
+    except BaseException:
+        for file in stored:
+            file.storage.delete(file.name)
+        raise
     return version
 
 
@@ -237,7 +277,11 @@ def document_attach(*, actor, quote: Quote, upload: UploadedFile, description: s
     )
     document.full_clean(exclude=["file"])
     document.file.save(upload.name, upload, save=False)
-    document.save()
+    try:
+        document.save()
+    except BaseException:
+        document.file.storage.delete(document.file.name)
+        raise
     # The file itself is not JSON: the audit entry records its stored name beside the other fields.
     fields = [field.name for field in QuoteDocument._meta.concrete_fields if field.name != "file"]
     snapshot = model_snapshot(document, fields=fields)
@@ -295,6 +339,7 @@ def _new_cost_line(*, actor, quote: Quote, values: dict) -> CostLine:
 def cost_line_add(*, actor, quote: Quote, **values) -> CostLine:
     line = _new_cost_line(actor=actor, quote=quote, values=values)
     record_change(actor=actor, instance=line, action=Action.CREATE, after=model_snapshot(line), team=quote.team)
+    checklist_prefill(actor=actor, quote=quote)
     return line
 
 
@@ -319,6 +364,7 @@ def cost_line_replace(*, actor, line: CostLine, **changes) -> CostLine:
         message=_("replaced by line %(id)s") % {"id": new_line.pk},
         team=line.quote.team,
     )
+    checklist_prefill(actor=actor, quote=line.quote)
     return new_line
 
 
@@ -335,11 +381,35 @@ def cost_line_remove(*, actor, line: CostLine) -> CostLine:
         action=Action.DELETE,
         team=line.quote.team,
     )
+    checklist_prefill(actor=actor, quote=line.quote)
     return line
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The checklist
+
+
+def _answer_values(*, actor, status, value, evidence, evidence_document, origin) -> dict:
+    return {
+        "status": status,
+        "value": (value or "").strip(),
+        "evidence": (evidence or "").strip(),
+        "evidence_document": evidence_document,
+        "answered_by": actor if getattr(actor, "pk", None) else None,
+        "answered_at": timezone.now(),
+        "origin": origin,
+    }
+
+
+def _answer_write(*, actor, quote: Quote, question: ChecklistQuestion, values: dict) -> ChecklistAnswer:
+    if values["status"] == AnswerStatus.ANSWERED and not values["value"]:
+        raise ValidationError({"value": _("Write the answer, or mark it not provided or not applicable.")})
+    answer = ChecklistAnswer.objects.select_for_update().filter(quote=quote, question=question).first()
+    if answer is not None:
+        answer, _changed = model_update(instance=answer, actor=actor, data=values, fields=values, team=quote.team)
+        return answer
+    answer = ChecklistAnswer(quote=quote, question=question, **values)
+    return model_create(instance=answer, actor=actor, team=quote.team)
 
 
 @transaction.atomic
@@ -353,21 +423,150 @@ def checklist_answer_set(
     evidence: str = "",
     evidence_document: QuoteDocument | None = None,
 ) -> ChecklistAnswer:
-    """Answer (or re-answer) one checklist question of a quote; the previous answer stays in the audit log."""
-    values = {
-        "status": status,
-        "value": (value or "").strip(),
-        "evidence": (evidence or "").strip(),
-        "evidence_document": evidence_document,
-        "answered_by": actor if getattr(actor, "pk", None) else None,
-        "answered_at": timezone.now(),
-    }
-    answer = ChecklistAnswer.objects.select_for_update().filter(quote=quote, question=question).first()
-    if answer is not None:
-        answer, _changed = model_update(instance=answer, actor=actor, data=values, fields=values, team=quote.team)
-        return answer
-    answer = ChecklistAnswer(quote=quote, question=question, **values)
-    return model_create(instance=answer, actor=actor, team=quote.team)
+    """Answer (or re-answer) one checklist question of a quote; the previous answer stays in the audit log.
+
+    A person's answer: an answer that was "from the quote" becomes the person's, and the quote no longer rewrites it.
+    """
+    values = _answer_values(
+        actor=actor, status=status, value=value, evidence=evidence, evidence_document=evidence_document,
+        origin=AnswerOrigin.PERSON,
+    )
+    return _answer_write(actor=actor, quote=quote, question=question, values=values)
+
+
+@dataclass(frozen=True)
+class AnswerInput:
+    """One answer of a bulk save (`checklist_answers_set`)."""
+
+    question: ChecklistQuestion
+    status: str
+    value: str = ""
+    evidence: str = ""
+    evidence_document: QuoteDocument | None = None
+
+
+def _message_lists(error: ValidationError) -> dict[str, list[str]]:
+    if not hasattr(error, "error_dict"):
+        return {NON_FIELD_ERRORS: list(error.messages)}
+    return {field: list(ValidationError(errors).messages) for field, errors in error.error_dict.items()}
+
+
+class ChecklistAnswersRefused(DetailedValidationError):
+    """Some answers of a bulk save were refused, so none was saved. `per_question` maps each refused question's code
+    to its ValidationError (by field); the API shows `{code: {field: [message]}}`, a form the messages by code."""
+
+    def __init__(self, per_question: dict[str, ValidationError]):
+        self.per_question = dict(per_question)
+        by_code = {code: _message_lists(error) for code, error in self.per_question.items()}
+        super().__init__(
+            {
+                code: [message for messages in fields.values() for message in messages]
+                for code, fields in by_code.items()
+            },
+            details={
+                code: {
+                    ("non_field_errors" if field == NON_FIELD_ERRORS else field): messages
+                    for field, messages in fields.items()
+                }
+                for code, fields in by_code.items()
+            },
+        )
+
+
+def _unchanged(answer: ChecklistAnswer | None, item: AnswerInput) -> bool:
+    return answer is not None and (
+        answer.status,
+        answer.value,
+        answer.evidence,
+        answer.evidence_document_id,
+    ) == (
+        item.status,
+        (item.value or "").strip(),
+        (item.evidence or "").strip(),
+        item.evidence_document.pk if item.evidence_document is not None else None,
+    )
+
+
+@transaction.atomic
+def checklist_answers_set(*, actor, quote: Quote, answers: Sequence[AnswerInput]) -> list[ChecklistAnswer]:
+    """Answer many questions of one quote at once: all of them, or none (ChecklistAnswersRefused, by question code).
+
+    An answer identical to the one stored is left as it is (no audit entry; one "from the quote" stays so). A
+    question given twice is refused.
+    """
+    Quote.objects.select_for_update().filter(pk=quote.pk).first()
+    stored = {answer.question_id: answer for answer in ChecklistAnswer.objects.filter(quote=quote)}
+    errors: dict[str, ValidationError] = {}
+    seen: set[int] = set()
+    saved: list[ChecklistAnswer] = []
+    for item in answers:
+        code = item.question.code
+        if item.question.pk in seen:
+            errors[code] = ValidationError({"question": _("This question is answered twice.")})
+            continue
+        seen.add(item.question.pk)
+        if not item.question.active:
+            errors[code] = ValidationError({"question": _("This question is no longer asked.")})
+            continue
+        answer = stored.get(item.question.pk)
+        if _unchanged(answer, item):
+            saved.append(answer)
+            continue
+        values = _answer_values(
+            actor=actor, status=item.status, value=item.value, evidence=item.evidence,
+            evidence_document=item.evidence_document, origin=AnswerOrigin.PERSON,
+        )
+        try:
+            saved.append(_answer_write(actor=actor, quote=quote, question=item.question, values=values))
+        except ValidationError as error:
+            errors[code] = error
+    if errors:
+        raise ChecklistAnswersRefused(errors)  # leaving the atomic block undoes the answers already written
+    return saved
+
+
+def checklist_prefill(*, actor, quote: Quote) -> list[ChecklistAnswer]:
+    """Answer the questions that the quote's own facts answer completely (apps/quotes/checklist_prefill.py), marked
+    "from the quote"; rewrite such an answer when the facts change, remove it when they no longer answer the question.
+    A person's answer is never touched. Returns the answers from the quote as they now stand.
+
+    Called by the services that change those facts (quote terms, prices, cost lines), inside their transaction.
+    """
+    with transaction.atomic():
+        quote = Quote.objects.select_related("gpu").get(pk=quote.pk)  # fresh: no stale prefetched prices
+        facts = prefill.quote_facts(quote)
+        questions = {q.code: q for q in ChecklistQuestion.objects.filter(code__in=facts, active=True)}
+        answers = {
+            answer.question.code: answer
+            for answer in ChecklistAnswer.objects.select_for_update()
+            .filter(quote=quote, question__code__in=facts)
+            .select_related("question")
+        }
+        result = []
+        for code, fact in facts.items():
+            question = questions.get(code)
+            answer = answers.get(code)
+            if question is None or (answer is not None and answer.origin != AnswerOrigin.QUOTE):
+                continue
+            if not fact.complete:
+                if answer is not None:
+                    before = model_snapshot(answer)
+                    answer.delete()
+                    answer.pk = before["id"]
+                    record_change(
+                        actor=actor, instance=answer, action=Action.DELETE, before=before, team=quote.team,
+                        message=_("The quote no longer states it."),
+                    )
+                continue
+            if answer is not None and (answer.status, answer.value) == (AnswerStatus.ANSWERED, fact.value):
+                result.append(answer)
+                continue
+            values = _answer_values(
+                actor=actor, status=AnswerStatus.ANSWERED, value=fact.value, evidence="", evidence_document=None,
+                origin=AnswerOrigin.QUOTE,
+            )
+            result.append(_answer_write(actor=actor, quote=quote, question=question, values=values))
+        return result
 
 
 # ---------------------------------------------------------------------------------------------------------------

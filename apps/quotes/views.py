@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -20,11 +19,11 @@ from django.views.decorators.http import require_POST
 from apps.accounts.roles import Role, has_role
 from apps.common import page_parts
 from apps.common.forms import add_service_errors
-from apps.quotes import exporting, importing, selectors, services
+from apps.quotes import checklist_prefill, exporting, importing, selectors, services
 from apps.quotes.filters import CandidateFilterSet, QuoteFilterSet
 from apps.quotes.forms import (
-    AnswerForm,
     CandidateForm,
+    ChecklistFormSet,
     CostLineForm,
     DocumentForm,
     ExchangeRateForm,
@@ -215,12 +214,16 @@ def price_create(request, pk: int):
     _require_writer(request)
     quote = selectors.quote_get(request.user, pk)
     initial = {"component": request.GET.get("component")} if request.GET.get("component") else None
-    form = PriceVersionForm(request.POST or None, quote=quote, initial=initial)
+    form = PriceVersionForm(request.POST or None, request.FILES or None, quote=quote, initial=initial)
     if request.method == "POST" and form.is_valid():
-        values = dict(form.cleaned_data)
-        values["currency"] = values.get("currency") or None
+        values, upload = form.service_values()
         try:
-            version = services.price_record(actor=request.user, quote=quote, **values)
+            if upload is not None:
+                version = services.price_record_citing_upload(
+                    actor=request.user, quote=quote, upload=upload, **values
+                )
+            else:
+                version = services.price_record(actor=request.user, quote=quote, **values)
         except ValidationError as error:
             add_service_errors(form, error)
         else:
@@ -230,7 +233,7 @@ def price_create(request, pk: int):
                 % {"item": version.get_component_display(), "number": version.number},
             )
             return redirect(quote)
-    return render(request, "quotes/price_form.html", {"form": form, "quote": quote})
+    return render(request, "quotes/price_form.html", {"form": form, "quote": quote, "multipart": True})
 
 
 def document_upload(request, pk: int):
@@ -303,24 +306,26 @@ def cost_line_remove(request, pk: int):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The checklist, section by section (htmx)
+# The checklist: every question on one page, saved in one transaction (a section alone can be saved too, by htmx)
 
 
-def _section_forms(quote: Quote, section, data=None) -> list[AnswerForm]:
-    forms = []
-    for question, answer in section.items:
-        initial = (
-            {
-                "status": answer.status,
-                "value": answer.value,
-                "evidence": answer.evidence,
-                "evidence_document": answer.evidence_document_id,
-            }
-            if answer
-            else {}
-        )
-        forms.append(AnswerForm(data, prefix=question.code, question=question, quote=quote, initial=initial))
-    return forms
+def _checklist_formset(quote: Quote, data=None, *, group: str | None = None) -> ChecklistFormSet:
+    sections = selectors.checklist_sections(quote)
+    if group is not None:
+        sections = [section for section in sections if section.group == group]
+    return ChecklistFormSet(data, quote=quote, sections=sections, facts=checklist_prefill.quote_facts(quote))
+
+
+def _save_checklist(request, quote: Quote, formset: ChecklistFormSet) -> bool:
+    """Validate every form, then save every answer given, or none. True when saved."""
+    if not formset.is_valid():
+        return False
+    try:
+        services.checklist_answers_set(actor=request.user, quote=quote, answers=formset.answer_inputs())
+    except ValidationError as error:
+        formset.add_refusal(error)
+        return False
+    return True
 
 
 def _section_context(request, quote: Quote, section, forms, saved: bool = False) -> dict:
@@ -335,20 +340,32 @@ def _section_context(request, quote: Quote, section, forms, saved: bool = False)
 
 
 def quote_checklist(request, pk: int):
+    """GET: every question, one form. POST (platform/admin): save all the answers given in one transaction; a refusal
+    saves nothing and shows each error on its question (400)."""
     quote = selectors.quote_get(request.user, pk)
-    sections = selectors.checklist_sections(quote)
+    formset = None
+    if request.method == "POST":
+        _require_writer(request)
+        formset = _checklist_formset(quote, request.POST)
+        if _save_checklist(request, quote, formset):
+            messages.success(request, _("Checklist saved."))
+            return redirect("quotes:quote-checklist", pk=quote.pk)
+    formset = formset or _checklist_formset(quote)
     return render(
         request,
         "quotes/checklist.html",
         {
             "quote": quote,
+            "formset": formset,
+            "refused": formset.has_errors,
             "sections": [
-                _section_context(request, quote, section, _section_forms(quote, section)) for section in sections
+                _section_context(request, quote, section, forms) for section, forms in formset.sections
             ],
             "progress": selectors.checklist_progress(quote),
             "policy": selectors.policy_check(quote),
             "can_write": can_write(request.user),
         },
+        status=400 if formset.has_errors else 200,
     )
 
 
@@ -357,65 +374,26 @@ def checklist_section(request, pk: int, group: str):
     if group not in ChecklistGroup.values:
         raise Http404
     quote = selectors.quote_get(request.user, pk)
-    section = next(s for s in selectors.checklist_sections(quote) if s.group == group)
     if request.method != "POST":
-        context = _section_context(request, quote, section, _section_forms(quote, section))
+        ((section, forms),) = _checklist_formset(quote, group=group).sections
+        context = _section_context(request, quote, section, forms)
         return render(request, "quotes/partials/checklist_section.html", context)
     _require_writer(request)
-    forms = _section_forms(quote, section, request.POST)
-    saved = False
-    if all(form.is_valid() for form in forms):
-        try:
-            _save_section(request, quote, forms)
-        except ValidationError as error:
-            add_service_errors(forms[0], error)
-        else:
-            saved = True
+    formset = _checklist_formset(quote, request.POST, group=group)
+    saved = _save_checklist(request, quote, formset)
+    ((section, forms),) = formset.sections
     if saved and not request.htmx:
         messages.success(request, _("Section “%(section)s” saved.") % {"section": section.label})
         return redirect(reverse("quotes:quote-checklist", args=[quote.pk]) + f"#section-{group}")
     quote = selectors.quote_get(request.user, pk)
-    section = next(s for s in selectors.checklist_sections(quote) if s.group == group)
     if saved:
-        forms = _section_forms(quote, section)
+        ((section, forms),) = _checklist_formset(quote, group=group).sections
     context = _section_context(request, quote, section, forms, saved=saved)
     context["policy"] = selectors.policy_check(quote)
     template = (
         "quotes/partials/checklist_section_response.html" if request.htmx else "quotes/checklist_section_page.html"
     )
     return render(request, template, context, status=200 if saved or request.htmx else 400)
-
-
-def _save_section(request, quote: Quote, forms: list[AnswerForm]) -> None:
-    answers = {answer.question_id: answer for answer in quote.answers.all()}
-    with transaction.atomic():
-        for form in forms:
-            data = form.cleaned_data
-            if not data.get("status"):
-                continue  # left unanswered
-            answer = answers.get(form.question.pk)
-            unchanged = answer is not None and (
-                answer.status,
-                answer.value,
-                answer.evidence,
-                answer.evidence_document_id,
-            ) == (
-                data["status"],
-                (data.get("value") or "").strip(),
-                (data.get("evidence") or "").strip(),
-                data["evidence_document"].pk if data.get("evidence_document") else None,
-            )
-            if unchanged:
-                continue
-            services.checklist_answer_set(
-                actor=request.user,
-                quote=quote,
-                question=form.question,
-                status=data["status"],
-                value=data.get("value") or "",
-                evidence=data.get("evidence") or "",
-                evidence_document=data.get("evidence_document"),
-            )
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -100,6 +100,14 @@ class PriceVersionSerializer(ServiceModelSerializer):
     quote = ScopedPrimaryKeyRelatedField(model=Quote)
     document = ScopedPrimaryKeyRelatedField(model=QuoteDocument, required=False, allow_null=True)
     currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
+    file = serializers.FileField(
+        write_only=True,
+        required=False,
+        help_text=_(
+            "The vendor's file (PDF, XLSX, CSV or EML), sent as multipart/form-data: attached to the quote and cited "
+            "by this price in one transaction (both saved, or neither). Leave `document` empty then."
+        ),
+    )
     entered_by = serializers.StringRelatedField()
     freshness = serializers.SerializerMethodField()
 
@@ -115,6 +123,7 @@ class PriceVersionSerializer(ServiceModelSerializer):
             "source_kind",
             "source_reference",
             "document",
+            "file",
             "observed_at",
             "valid_until",
             "note",
@@ -212,6 +221,30 @@ class ChecklistQuestionSerializer(serializers.ModelSerializer):
         fields = ["id", "code", "group", "position", "active", "text", "text_en", "text_fr", "text_id"]
 
 
+class BulkAnswerSerializer(serializers.Serializer):
+    """One answer of POST /api/v1/quotes/quotes/{id}/checklist/answers/."""
+
+    question = serializers.CharField(max_length=60, help_text=_("The question's code, e.g. \"interconnect\"."))
+    status = serializers.ChoiceField(choices=AnswerStatus.choices)
+    value = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=True)
+    evidence = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
+    evidence_document = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text=_("The id of a document attached to this quote.")
+    )
+
+    def validate(self, attrs):
+        if attrs["status"] == AnswerStatus.ANSWERED and not attrs.get("value"):
+            raise serializers.ValidationError(
+                {"value": _("Write the answer, or mark it not provided or not applicable.")}
+            )
+        return attrs
+
+
+class ChecklistProgressSerializer(serializers.Serializer):
+    answered = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
 class ChecklistAnswerSerializer(serializers.ModelSerializer):
     quote = ScopedPrimaryKeyRelatedField(model=Quote)
     question = serializers.SlugRelatedField(slug_field="code", queryset=ChecklistQuestion.objects.filter(active=True))
@@ -221,9 +254,9 @@ class ChecklistAnswerSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChecklistAnswer
-        fields = ["id", "quote", "question", "status", "value", "evidence", "evidence_document", "answered_by",
-                  "answered_at"]
-        read_only_fields = ["answered_by", "answered_at"]
+        fields = ["id", "quote", "question", "status", "value", "evidence", "evidence_document", "origin",
+                  "answered_by", "answered_at"]
+        read_only_fields = ["origin", "answered_by", "answered_at"]
         validators = []
 
 
@@ -240,6 +273,14 @@ class PolicySerializer(serializers.Serializer):
     tier = serializers.CharField(source="tier.name", default=None)
     missing = MissingAnswerSerializer(many=True)
     problems = serializers.ListField(child=serializers.CharField())
+
+
+class BulkAnswersResultSerializer(serializers.Serializer):
+    """The answer to a bulk save: the answers sent (as stored), the checklist's progress and the policy check."""
+
+    answers = ChecklistAnswerSerializer(many=True)
+    checklist = ChecklistProgressSerializer()
+    policy = PolicySerializer()
 
 
 class QuoteSerializer(ServiceModelSerializer):

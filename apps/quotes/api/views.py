@@ -91,13 +91,82 @@ class QuoteViewSet(
         services.quote_update(actor=self.request.user, quote=serializer.instance, **data)
         serializer.instance = selectors.quote_get(self.request.user, serializer.instance.pk)
 
+    @extend_schema(
+        summary="Answer many checklist questions of the quote at once",
+        description=(
+            "A list of answers, one per question code. All of them are saved, or none: a refused answer makes the "
+            "whole request a 400 whose body names each refused question by its code, "
+            '`{"interconnect": {"value": ["message"]}, "node-shape": {"question": ["message"]}}`. An answer equal '
+            "to the stored one is left as it is (an answer from the quote stays so); any other becomes the "
+            "person's answer. Answers that the quote's own terms give are already there (origin `quote`)."
+        ),
+        request=serializers.BulkAnswerSerializer(many=True),
+        responses={200: serializers.BulkAnswersResultSerializer},
+    )
+    @action(
+        detail=True, methods=["post"], url_path="checklist/answers", url_name="checklist-answers",
+        parser_classes=[JSONParser],
+    )
+    def checklist_answers(self, request, pk=None):
+        quote = self.get_object()
+        items: list[services.AnswerInput] = []
+        if not isinstance(request.data, list) or not request.data:
+            raise ValidationError({"non_field_errors": [_("Send a non-empty list of answers.")]})
+        questions = {question.code: question for question in ChecklistQuestion.objects.all()}
+        documents = {document.pk: document for document in QuoteDocument.objects.filter(quote=quote)}
+        errors: dict[str, dict] = {}
+        seen: set = set()
+        for index, raw in enumerate(request.data):
+            item = serializers.BulkAnswerSerializer(data=raw)
+            code = str(raw.get("question") or f"#{index}") if isinstance(raw, dict) else f"#{index}"
+            if not item.is_valid():
+                errors[code] = item.errors
+                continue
+            data = item.validated_data
+            question = questions.get(data["question"])
+            if question is None:
+                errors[code] = {"question": [_("No question has this code.")]}
+                continue
+            if question in seen:
+                errors[code] = {"question": [_("This question is answered twice.")]}
+                continue
+            seen.add(question)
+            document = None
+            if data.get("evidence_document") is not None:
+                document = documents.get(data["evidence_document"])
+                if document is None:
+                    errors[code] = {"evidence_document": [_("No document with this id is attached to this quote.")]}
+                    continue
+            items.append(
+                services.AnswerInput(
+                    question=question, status=data["status"], value=data.get("value", ""),
+                    evidence=data.get("evidence", ""), evidence_document=document,
+                )
+            )
+        if errors:
+            raise ValidationError(errors)
+        answers = services.checklist_answers_set(actor=request.user, quote=quote, answers=items)
+        quote = selectors.quote_get(request.user, quote.pk)
+        result = {
+            "answers": answers,
+            "checklist": selectors.checklist_progress(quote),
+            "policy": selectors.policy_check(quote),
+        }
+        return Response(serializers.BulkAnswersResultSerializer(result, context={"request": request}).data)
+
 
 class PriceVersionViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, _ScopedViewSet
 ):
-    """Every version of every price. POST adds the next version; nothing is ever updated or deleted."""
+    """Every version of every price. POST adds the next version; nothing is ever updated or deleted.
+
+    A price from the vendor's file: POST it as multipart/form-data with the file in `file`; the file is attached to
+    the quote and cited by the price in one transaction (both saved, or neither). Or attach it first
+    (POST /api/v1/quotes/documents/) and cite its id in `document`.
+    """
 
     serializer_class = serializers.PriceVersionSerializer
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
     filterset_fields = ["quote", "component"]
     ordering_fields = ["observed_at", "entered_at", "number"]
     ordering = ["quote", "component", "-number"]
@@ -108,7 +177,13 @@ class PriceVersionViewSet(
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
         data["currency"] = data.get("currency") or None
-        serializer.instance = services.price_record(actor=self.request.user, **data)
+        upload = data.pop("file", None)
+        if upload is not None:
+            serializer.instance = services.price_record_citing_upload(
+                actor=self.request.user, upload=upload, **data
+            )
+        else:
+            serializer.instance = services.price_record(actor=self.request.user, **data)
 
 
 class CostLineViewSet(

@@ -1,4 +1,4 @@
-"""A platform user enters a quote, its price and its checklist in real Chromium (htmx saves section by section)."""
+"""A platform user enters a quote, its price and its checklist in real Chromium (the checklist on one form)."""
 
 import re
 
@@ -40,22 +40,23 @@ def test_platform_enters_a_quote_with_its_price_and_checklist(page, login, platf
     page.get_by_role("button", name="Save and continue to the checklist").click()
     page.wait_for_url("**/checklist/")
     quote = Quote.objects.get(title="8× H200 reserved, Jakarta")
-    assert page.locator("#checklist-progress").inner_text().startswith("0 of 30")
+    # commercial-model is answered from the quote's own commercial model, marked so.
+    assert page.locator("#checklist-progress").inner_text().startswith("1 of 30")
+    assert "From the quote" in page.locator("#question-commercial-model").inner_text()
 
-    # Answer two hardware questions and save the section: htmx swaps it in place and updates the progress.
+    # Answer two hardware questions and save the whole checklist in one go (one form, one transaction).
     section = page.locator("#section-hardware")
     section.locator('select[name="gpu-model-memory-node-status"]').select_option("answered")
     section.locator('textarea[name="gpu-model-memory-node-value"]').fill("8× H200 SXM 141 GB on HGX")
     section.locator('input[name="gpu-model-memory-node-evidence"]').fill("quote PDF, page 1")
     section.locator('select[name="failed-hardware-replacement-status"]').select_option("not_provided")
-    url_before = page.url
-    section.get_by_role("button").click()
-    page.locator("#section-hardware .saved-note").wait_for()
-    assert page.url == url_before  # no page load: the section was swapped by htmx
-    assert page.locator("#checklist-progress").inner_text().startswith("2 of 30")
-    assert set(ChecklistAnswer.objects.filter(quote=quote).values_list("question__code", "status")) == {
-        ("gpu-model-memory-node", "answered"),
-        ("failed-hardware-replacement", "not_provided"),
+    page.get_by_role("button", name="Save the checklist").click()
+    page.get_by_text("Checklist saved.").wait_for()
+    assert page.locator("#checklist-progress").inner_text().startswith("3 of 30")
+    assert set(ChecklistAnswer.objects.filter(quote=quote).values_list("question__code", "status", "origin")) == {
+        ("gpu-model-memory-node", "answered", "person"),
+        ("failed-hardware-replacement", "not_provided", "person"),
+        ("commercial-model", "answered", "quote"),
     }
     # Still below the policy: the missing answers are named on the page.
     assert "idle capacity is billed" in page.locator("#policy-status").inner_text()

@@ -69,8 +69,9 @@ def test_a_quote_below_the_policy_cannot_back_a_candidate_and_the_missing_answer
 ):
     with pytest.raises(services.PolicyNotMet) as error:
         make(team, priced_quote, ready_workload, platform_user)
+    # commercial-model is not missing: the quote's own commercial model answers it.
     assert {missing.question.code for missing in error.value.policy.missing} == {
-        "gpu-model-memory-node", "commercial-model", "commitment-terms", "ancillary-costs", "idle-capacity-billing",
+        "gpu-model-memory-node", "commitment-terms", "ancillary-costs", "idle-capacity-billing",
     }
     assert "Interconnect" not in str(error.value)
     assert not Candidate.objects.exists()
@@ -201,7 +202,7 @@ def test_the_api_refuses_a_candidate_below_the_policy_with_the_missing_answers(
     )
     assert response.status_code == 400
     assert set(response.json()) == {"quote", "missing_answers", "problems"}
-    assert {item["question"] for item in response.json()["missing_answers"]} >= {"commercial-model"}
+    assert {item["question"] for item in response.json()["missing_answers"]} >= {"commitment-terms"}
     answer_base_tier(priced_quote, platform_user)
     created = client.post(
         "/api/v1/quotes/candidates/", {"quote": priced_quote.pk, "workload_summary": ready_workload.pk},

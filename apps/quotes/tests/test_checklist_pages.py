@@ -20,7 +20,8 @@ def test_the_checklist_page_lists_the_four_groups_and_the_missing_answers(client
     html = client_for(platform_user).get(reverse("quotes:quote-checklist", args=[priced_quote.pk])).content.decode()
     for group in ("hardware", "software", "commercial", "security"):
         assert f'id="section-{group}"' in html
-    assert "0 of 30 questions answered" in html
+    # commercial-model and placement (region "eu-west") are answered from the quote's own terms.
+    assert "2 of 30 questions answered" in html
     assert "This quote cannot back a candidate yet." in html
     assert ChecklistQuestion.objects.get(code="idle-capacity-billing").text_en in html
 
@@ -40,11 +41,13 @@ def test_an_htmx_save_returns_the_section_and_the_new_progress(client_for, price
     html = response.content.decode()
     assert html.lstrip().startswith('<section class="checklist-section card" id="section-hardware">')
     assert 'id="checklist-progress" hx-swap-oob="true"' in html
-    assert "3 of 30 questions answered" in html
+    # The three given (placement's answer from the quote's region becomes the person's) + commercial-model from the
+    # quote.
+    assert "4 of 30 questions answered" in html
     assert "Saved." in html
     answers = {answer.question.code: answer.status for answer in ChecklistAnswer.objects.filter(quote=priced_quote)}
     assert answers == {"gpu-model-memory-node": "answered", "interconnect": "not_provided",
-                       "placement": "not_applicable"}
+                       "placement": "not_applicable", "commercial-model": "answered"}
 
 
 def test_an_answer_without_its_value_is_refused_and_nothing_of_the_section_is_saved(
@@ -58,7 +61,7 @@ def test_an_answer_without_its_value_is_refused_and_nothing_of_the_section_is_sa
     )
     assert response.status_code == 200
     assert "Write the answer, or mark it not provided or not applicable." in response.content.decode()
-    assert not ChecklistAnswer.objects.exists()
+    assert not ChecklistAnswer.objects.filter(origin="person").exists()
 
 
 def test_without_javascript_a_section_save_redirects_back(client_for, priced_quote, platform_user):

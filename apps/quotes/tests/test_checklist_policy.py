@@ -68,7 +68,9 @@ def test_answers_can_be_a_value_not_provided_or_not_applicable(quote, platform_u
     answer(quote, platform_user, "node-shape", status=AnswerStatus.NOT_PROVIDED, value="")
     answer(quote, platform_user, "placement", status=AnswerStatus.NOT_APPLICABLE, value="")
     progress = selectors.checklist_progress(quote)
-    assert (progress.answered, progress.total) == (3, 30)
+    # The three above (placement's answer from the quote's region becomes the person's) + commercial-model, which
+    # the quote's own commercial model answers.
+    assert (progress.answered, progress.total) == (4, 30)
 
 
 def test_an_answered_question_needs_its_value(quote, platform_user):
@@ -88,8 +90,9 @@ def test_an_unanswered_pay_as_you_go_quote_lists_the_base_tier_answers(priced_qu
     check = selectors.policy_check(priced_quote)
     assert not check.ok
     assert check.commitment == 0
+    # The base tier's five questions but commercial-model: the quote's commercial model answers it.
     assert {missing.question.code for missing in check.missing} == {
-        "gpu-model-memory-node", "commercial-model", "commitment-terms", "ancillary-costs", "idle-capacity-billing",
+        "gpu-model-memory-node", "commitment-terms", "ancillary-costs", "idle-capacity-billing",
     }
     assert {missing.reason for missing in check.missing} == {"not answered"}
 

@@ -29,9 +29,10 @@ def test_a_quote_reads_with_its_prices_freshness_checklist_and_policy(api, price
     assert body["current_prices"]["list_price"]["amount"] == "3.50"
     assert body["current_prices"]["list_price"]["source_reference"] == "https://acme.test/pricing"
     assert body["freshness"] == "fresh"
-    assert body["checklist"] == {"answered": 0, "total": 30}
+    # commercial-model and placement (region "eu-west") are answered from the quote's own terms.
+    assert body["checklist"] == {"answered": 2, "total": 30}
     assert body["policy"]["met"] is False
-    assert {item["question"] for item in body["policy"]["missing"]} >= {"commercial-model"}
+    assert {item["question"] for item in body["policy"]["missing"]} >= {"commitment-terms"}
 
 
 def test_platform_creates_vendor_quote_and_price_through_the_api(api, team, gpu, platform_user):
@@ -180,7 +181,7 @@ def test_checklist_answers_through_the_api(api, priced_quote, platform_user):
         format="json",
     )
     assert again.status_code == 201
-    assert ChecklistAnswer.objects.get().status == "not_provided"
+    assert ChecklistAnswer.objects.get(question__code="interconnect").status == "not_provided"
 
 
 def test_the_comparison_endpoint_converts_exactly(api, team, priced_quote, platform_user):

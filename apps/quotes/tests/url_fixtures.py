@@ -88,6 +88,7 @@ URL_FIXTURES = {
     "quotes:candidate-edit": team_object(make_candidate),
     "quotes-api:vendor-detail": team_object(lambda team: VendorFactory(team=team)),
     "quotes-api:quote-detail": team_object(make_priced_quote),
+    "quotes-api:quote-checklist-answers": team_object(make_quote),
     "quotes-api:price-version-detail": team_object(lambda team: make_priced_quote(team).price_versions.get()),
     "quotes-api:cost-line-detail": team_object(make_cost_line),
     "quotes-api:document-detail": team_object(make_document),
