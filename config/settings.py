@@ -293,6 +293,7 @@ SPECTACULAR_SETTINGS = {
         "GpuSpecUnitEnum": "apps.catalog.models.SpecUnit",
         "FormFactorEnum": "apps.catalog.models.FormFactor",
         "DecisionRecordStatusEnum": "apps.decisions.models.RecordStatus",
+        "ChecklistAnswerStatusEnum": "apps.quotes.models.AnswerStatus",
     },
 }
 
