@@ -44,6 +44,7 @@ from apps.benchmarks.models import (
 from apps.benchmarks.plan_spec import PlanSpecError, normalise_plan_spec
 from apps.benchmarks.storage import artifact_storage, artifact_storage_name
 from apps.benchmarks.telemetry import summarise_samples, telemetry_samples
+from apps.benchmarks.verdicts import error_text
 from apps.fleet import protocol
 from apps.fleet.conf import protocol_settings
 from apps.fleet.errors import ProtocolError
@@ -825,11 +826,17 @@ def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | Non
             if job.is_final:  # the group failed: this finish is the job's result
                 return True
     retry_allowed = job.attempt_count < job.max_attempts and not job.cancel_requested
-    if status in (ResultStatus.FAILED, ResultStatus.HANDED_BACK) and retry_allowed and job.status != JobStatus.FAILED:
+    repeated = _repeated_failure(job=job, attempt=attempt, status=status, error=error)
+    if (status in (ResultStatus.FAILED, ResultStatus.HANDED_BACK) and retry_allowed and job.status != JobStatus.FAILED
+            and repeated is None):
         job.status = JobStatus.QUEUED
         job.save(update_fields=["status"])
         return False
-    if status == ResultStatus.SUCCEEDED:
+    if repeated is not None and not job.cancel_requested:
+        # Two identical consecutive failures: a third try would fail the same way, so the job stops and says why.
+        job.status = JobStatus.FAILED
+        job.failure_reason = (_("failed twice with the same error: %(error)s") % {"error": repeated})[:300]
+    elif status == ResultStatus.SUCCEEDED:
         job.status = JobStatus.SUCCEEDED
         job.failure_reason = ""
     elif status == ResultStatus.CANCELLED or job.cancel_requested:
@@ -841,6 +848,24 @@ def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | Non
     job.finished_at = now
     job.save(update_fields=["status", "failure_reason", "finished_at"])
     return True
+
+
+def _repeated_failure(*, job: Job, attempt: JobAttempt, status: str, error: dict | None) -> str | None:
+    """The error text ("Type: message") when this failed attempt failed exactly like the attempt just before it.
+
+    The rule: two consecutive attempts of the job both ended `failed` with the same error type and the same message
+    (whitespace at the ends ignored). An attempt that was handed back, lost or cancelled in between breaks the run,
+    and an error with neither a type nor a message never counts as "the same".
+    """
+    if status != ResultStatus.FAILED or attempt.number < 2:
+        return None
+    text = error_text(error)
+    if not text:
+        return None
+    previous = Result.objects.filter(job=job, attempt__number=attempt.number - 1).values_list("status", "error").first()
+    if previous is None or previous[0] != ResultStatus.FAILED or error_text(previous[1]) != text:
+        return None
+    return text
 
 
 def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: dict[str, Any],

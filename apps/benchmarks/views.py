@@ -26,6 +26,7 @@ from apps.benchmarks.selectors import (
 )
 from apps.benchmarks.services import PlanError, job_cancel, plan_create, plan_request_dispatch
 from apps.benchmarks.storage import artifact_storage
+from apps.benchmarks.verdicts import job_verdict, result_verdict
 from apps.fleet.selectors import agent_get
 from apps.quotes.selectors import candidates_for
 
@@ -121,11 +122,15 @@ def job_list(request):
 def _job_context(request, job) -> dict:
     attempts = list(job.attempts.select_related("agent").order_by("number"))
     current = attempts[-1] if attempts else None
+    results = list(job.results.select_related("attempt", "job").order_by("attempt__number"))
+    for result in results:
+        result.verdict = result_verdict(result)
     return {
         "job": job,
         "attempts": attempts,
         "current": current,
-        "results": list(job.results.select_related("attempt").order_by("attempt__number")),
+        "results": results,
+        "verdict": job_verdict(job),
         "artifacts": list(job.artifacts.select_related("attempt").order_by("created_at", "pk")),
         "recent_events": list(job_events(job).order_by("-received_at", "-pk")[:15]),
         "poll": not job.is_final,
