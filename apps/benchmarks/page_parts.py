@@ -59,10 +59,15 @@ def memory_fit_on_summary(request, *, summary, **_page) -> str:
 
 
 def results_on_candidate(request, *, candidate) -> str:
-    return (render_to_string("benchmarks/partials/throughput_results.html", throughput_results(candidate=candidate),
-                             request=request)
-            + render_to_string("benchmarks/partials/resilience_results.html", resilience_results(candidate=candidate),
-                               request=request))
+    user = getattr(request, "user", None)
+    link = ""
+    if user is not None and has_role(user, Role.PLATFORM, Role.ADMIN):
+        link = render_to_string("benchmarks/partials/sweep_plan_link.html", {"candidate": candidate}, request=request)
+    throughput = render_to_string("benchmarks/partials/throughput_results.html",
+                                  throughput_results(candidate=candidate), request=request)
+    resilience = render_to_string("benchmarks/partials/resilience_results.html",
+                                  resilience_results(candidate=candidate), request=request)
+    return link + throughput + resilience
 
 
 def acceptance_flags_on_quote(request, *, quote) -> str:
