@@ -5,7 +5,7 @@ import json
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from apps.benchmarks.plan_spec import PlanSpecError, normalise_plan_spec
+from apps.benchmarks.plan_spec import PlanSpecError, contract_problems, normalise_plan_spec
 from apps.fleet.models import Agent, AgentPool
 
 DEFAULT_PLAN_SPEC = {"jobs": [{"kind": "inventory", "spec": {}, "acceptance_criteria": {}, "count": 1}]}
@@ -23,8 +23,12 @@ class PlanForm(forms.Form):
     jobs = forms.CharField(
         label=_("Jobs (JSON)"), widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false", "translate": "no"}),
         initial=json.dumps(DEFAULT_PLAN_SPEC, indent=2),
-        help_text=_('{"jobs": [{"kind": …, "spec": {…}, "acceptance_criteria": {…}, "required_operations": […], '
-                    '"count": 1}]} — the spec and criteria are frozen when the plan is dispatched.'),
+        help_text=_('{"candidate_id": …, "gpus_per_replica": …, "jobs": [{"kind": …, "spec": {…}, '
+                    '"acceptance_criteria": {…}, "required_operations": […], "count": 1}]} — the spec and criteria '
+                    'are frozen when the plan is dispatched. "candidate_id" (optional) names the candidate whose '
+                    'phase-4 inputs the results go to; "gpus_per_replica" (optional) the GPUs behind the endpoint, '
+                    'which a sweep\'s capacity is divided by. A throughput spec is checked with the agent\'s own '
+                    'load-spec check.'),
     )
 
     def __init__(self, *args, team=None, **kwargs):
@@ -39,9 +43,12 @@ class PlanForm(forms.Form):
         except ValueError as error:
             raise forms.ValidationError(_("This is not valid JSON: %(error)s") % {"error": error}) from None
         try:
-            normalise_plan_spec(value)
+            entries = normalise_plan_spec(value)
         except PlanSpecError as error:
             raise forms.ValidationError(error.problems) from None
+        problems = contract_problems(entries)
+        if problems:
+            raise forms.ValidationError(problems)
         return value
 
     def clean(self):

@@ -13,6 +13,7 @@ from apps.benchmarks.measurements import REHEARSAL_LABEL, UNLINKED_LABEL, reason
 from apps.benchmarks.models import FigureMeasurement
 from apps.benchmarks.templatetags.resilience import acceptance_flags, resilience_results
 from apps.benchmarks.templatetags.throughput_charts import throughput_results
+from apps.benchmarks.verdicts import result_verdict
 from apps.common import page_parts
 
 
@@ -25,7 +26,8 @@ def _memory_fit_context(request, candidate=None, summary=None) -> dict:
         if not isinstance(result.result, dict):
             continue
         reading = memory_fit.read_memory_fit(result.result, result.spec)
-        readings.append({"result": result, "reading": reading, "origin": (result.spec or {}).get("origin") or {}})
+        readings.append({"result": result, "reading": reading, "verdict": result_verdict(result),
+                         "origin": (result.spec or {}).get("origin") or {}})
     latest = readings[0] if readings else None
     chart_id = f"memory-fit-chart-{'candidate' if candidate is not None else 'summary'}-" \
                f"{candidate.pk if candidate is not None else summary.pk}"
@@ -34,7 +36,9 @@ def _memory_fit_context(request, candidate=None, summary=None) -> dict:
         "summary": summary,
         "readings": readings,
         "latest": latest,
-        "figure": memory_fit.memory_fit_figure(latest["reading"]) if latest else None,
+        # An inconclusive result (the probe at the target timed out) has no figures to chart: it says so instead.
+        "figure": memory_fit.memory_fit_figure(latest["reading"])
+        if latest and not latest["verdict"].is_inconclusive else None,
         "chart_id": chart_id,
         "chart_data_id": f"{chart_id}-data",
         "can_plan": candidate is not None and candidate.quote.gpu_id is not None
@@ -55,10 +59,15 @@ def memory_fit_on_summary(request, *, summary, **_page) -> str:
 
 
 def results_on_candidate(request, *, candidate) -> str:
-    return (render_to_string("benchmarks/partials/throughput_results.html", throughput_results(candidate=candidate),
-                             request=request)
-            + render_to_string("benchmarks/partials/resilience_results.html", resilience_results(candidate=candidate),
-                               request=request))
+    user = getattr(request, "user", None)
+    link = ""
+    if user is not None and has_role(user, Role.PLATFORM, Role.ADMIN):
+        link = render_to_string("benchmarks/partials/sweep_plan_link.html", {"candidate": candidate}, request=request)
+    throughput = render_to_string("benchmarks/partials/throughput_results.html",
+                                  throughput_results(candidate=candidate), request=request)
+    resilience = render_to_string("benchmarks/partials/resilience_results.html",
+                                  resilience_results(candidate=candidate), request=request)
+    return link + throughput + resilience
 
 
 def acceptance_flags_on_quote(request, *, quote) -> str:

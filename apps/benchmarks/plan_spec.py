@@ -6,6 +6,14 @@ A plan spec is {"jobs": [{"kind": "inventory", "spec": {…}, "acceptance_criter
 rank, dispatched together (docs/agent-protocol.md §8); `count` is then the number of groups.
 `normalise_plan_spec` returns the job entries with defaults filled in, or raises PlanSpecError listing every problem
 ("jobs[2].kind: …").
+
+Besides "jobs", a plan may say at its top level which candidate it measures (`"candidate_id": 12`, a candidate of the
+plan's team: its jobs' results go to that candidate's phase-4 inputs) and how many GPUs serve the endpoint under test
+(`"gpus_per_replica": 8`: a sweep's capacity is divided by it). The plan forms also keep the inputs they were filled
+with under `"form"`, so the plan can be edited in the form again; the JSON view shows and edits the same plan.
+
+`contract_problems` checks each throughput job's load spec with the agent's own check (`LoadSpec.from_dict`), so a
+spec the agent would refuse is refused when the plan is saved, not after dispatch.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dossier_agent.contract.job_specs import ALLOWED_ENV
+from dossier_agent.contract.load_spec import LoadSpec, SpecError
 
 KIND_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 MAX_JOBS_PER_PLAN = 200
@@ -139,3 +148,41 @@ def _group_of(raw: dict[str, Any], kind: Any, where: str, problems: list[str]) -
                         f"refused: {', '.join(refused)}")
         env = {}
     return world_size, dict(env)
+
+
+#: Keys of a throughput job's spec that are the job's, not the load's (the agent's `jobs/throughput._JOB_KEYS`).
+THROUGHPUT_JOB_KEYS = ("sweep", "self_check")
+
+
+def load_spec_problem(spec: dict[str, Any]) -> str | None:
+    """What the agent's load-spec check says about a throughput job's spec, or None when it would run it."""
+    if spec.get("direct") is not None:
+        return None  # the phase-1 proxy's own throughput: checked by the agent's direct module
+    load = {key: value for key, value in spec.items() if key not in THROUGHPUT_JOB_KEYS}
+    endpoint = load.get("endpoint")
+    if isinstance(endpoint, dict) and endpoint.get("url") == "builtin-mock":
+        load["endpoint"] = {**endpoint, "url": "http://127.0.0.1:1"}  # the agent starts the mock and fills it in
+        load["endpoint"].pop("mock", None)
+    try:
+        LoadSpec.from_dict(load)
+    except SpecError as error:
+        return str(error)
+    except (TypeError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    sweep = spec.get("sweep")
+    if sweep is not None and (not isinstance(sweep, dict) or sweep.get("key", "rate") not in ("rate", "concurrency")):
+        return "sweep.key must be rate or concurrency"
+    if sweep and not (load.get("slo") or {}).get("target"):
+        return "a sweep needs slo.target (the attainment to hold, e.g. 0.99)"
+    return None
+
+
+def contract_problems(entries: list[JobEntry]) -> list[str]:
+    """"jobs[i].spec: …" for each throughput job whose load spec the agent would refuse."""
+    problems = []
+    for index, entry in enumerate(entries):
+        if entry.kind == "throughput":
+            problem = load_spec_problem(entry.spec)
+            if problem:
+                problems.append(f"jobs[{index}].spec: {problem}")
+    return problems

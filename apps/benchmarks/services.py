@@ -6,6 +6,7 @@ count decides who won, so they behave the same on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import random
@@ -23,7 +24,7 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from dossier_agent.contract import job_specs
 
-from apps.audit.services import model_create, model_snapshot, record_change
+from apps.audit.services import model_create, model_snapshot, model_update, record_change
 from apps.benchmarks.measurements import result_rehearsal_reasons
 from apps.benchmarks.models import (
     ACTIVE_JOB_STATUSES,
@@ -44,6 +45,7 @@ from apps.benchmarks.models import (
 from apps.benchmarks.plan_spec import JobEntry, PlanSpecError, normalise_plan_spec
 from apps.benchmarks.storage import artifact_storage, artifact_storage_name
 from apps.benchmarks.telemetry import summarise_samples, telemetry_samples
+from apps.benchmarks.verdicts import error_text
 from apps.fleet import protocol
 from apps.fleet.conf import protocol_settings
 from apps.fleet.errors import ProtocolError
@@ -93,6 +95,55 @@ def plan_create(
         target_agent=target_agent, created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
     return model_create(instance=plan, actor=actor, audit_fields=_PLAN_AUDIT_FIELDS)
+
+
+@transaction.atomic
+def plan_update(
+    *,
+    plan: BenchmarkPlan,
+    name: str,
+    spec: dict[str, Any],
+    target_pool: AgentPool,
+    target_agent: Agent | None = None,
+    description: str = "",
+    actor=None,
+) -> BenchmarkPlan:
+    """Edit a draft plan (its jobs, target, name) with the checks of plan_create; a plan sent off is never edited."""
+    plan = BenchmarkPlan.objects.select_for_update().get(pk=plan.pk)
+    if plan.status != PlanStatus.DRAFT:
+        raise PlanError(_("Only a draft plan can be edited; copy it as a new draft instead."))
+    _check_plan(team=plan.team, spec=spec, target_pool=target_pool, target_agent=target_agent)
+    plan, _changed = model_update(
+        instance=plan, actor=actor, fields=["name", "description", "spec", "target_pool", "target_agent"],
+        data={"name": name, "description": description, "spec": spec, "target_pool": target_pool,
+              "target_agent": target_agent},
+        audit_fields=_PLAN_AUDIT_FIELDS, message="draft edited",
+    )
+    return plan
+
+
+def plan_copy(*, plan: BenchmarkPlan, actor=None) -> BenchmarkPlan:
+    """A new draft with the plan's jobs and target, to edit before it is dispatched (the original is untouched)."""
+    return plan_create(
+        team=plan.team, name=(_("Copy of %(plan)s") % {"plan": plan.name})[:200], description=plan.description,
+        spec=copy.deepcopy(plan.spec), target_pool=plan.target_pool, target_agent=plan.target_agent, actor=actor,
+    )
+
+
+def _check_plan(*, team, spec: dict[str, Any], target_pool: AgentPool, target_agent: Agent | None) -> None:
+    """plan_create's checks, for an edit: the job list, the target's team and pool, groups, declared operations."""
+    try:
+        entries = normalise_plan_spec(spec)
+    except PlanSpecError as error:
+        raise PlanError(_("The job list is not valid: %(problems)s") % {"problems": "; ".join(error.problems)}
+                        ) from None
+    if target_pool.team_id != team.pk:
+        raise PlanError(_("The agent pool belongs to another team."))
+    if target_agent is not None and target_agent.pool_id != target_pool.pk:
+        raise PlanError(_("The agent is not in the chosen pool."))
+    if target_agent is not None and any(entry.world_size for entry in entries):
+        raise PlanError(_("A job group needs one agent per rank: aim it at a pool, not at one agent."))
+    check_declared_operations(entries=entries, target_pool=target_pool, target_agent=target_agent)
 
 
 def operations_needed(entry, declared: list[str]) -> list[str]:
@@ -858,11 +909,17 @@ def _settle_job(*, job: Job, attempt: JobAttempt, status: str, error: dict | Non
             if job.is_final:  # the group failed: this finish is the job's result
                 return True
     retry_allowed = job.attempt_count < job.max_attempts and not job.cancel_requested
-    if status in (ResultStatus.FAILED, ResultStatus.HANDED_BACK) and retry_allowed and job.status != JobStatus.FAILED:
+    repeated = _repeated_failure(job=job, attempt=attempt, status=status, error=error)
+    if (status in (ResultStatus.FAILED, ResultStatus.HANDED_BACK) and retry_allowed and job.status != JobStatus.FAILED
+            and repeated is None):
         job.status = JobStatus.QUEUED
         job.save(update_fields=["status"])
         return False
-    if status == ResultStatus.SUCCEEDED:
+    if repeated is not None and not job.cancel_requested:
+        # Two identical consecutive failures: a third try would fail the same way, so the job stops and says why.
+        job.status = JobStatus.FAILED
+        job.failure_reason = (_("failed twice with the same error: %(error)s") % {"error": repeated})[:300]
+    elif status == ResultStatus.SUCCEEDED:
         job.status = JobStatus.SUCCEEDED
         job.failure_reason = ""
     elif status == ResultStatus.CANCELLED or job.cancel_requested:
@@ -896,6 +953,24 @@ def offline_operations_needed(*, agent: Agent, kind: str, spec: dict[str, Any]) 
                             fields={"spec": [_("The agent did not declare the operations %(operations)s.")
                                              % {"operations": ", ".join(missing)}]})
     return needed
+
+
+def _repeated_failure(*, job: Job, attempt: JobAttempt, status: str, error: dict | None) -> str | None:
+    """The error text ("Type: message") when this failed attempt failed exactly like the attempt just before it.
+
+    The rule: two consecutive attempts of the job both ended `failed` with the same error type and the same message
+    (whitespace at the ends ignored). An attempt that was handed back, lost or cancelled in between breaks the run,
+    and an error with neither a type nor a message never counts as "the same".
+    """
+    if status != ResultStatus.FAILED or attempt.number < 2:
+        return None
+    text = error_text(error)
+    if not text:
+        return None
+    previous = Result.objects.filter(job=job, attempt__number=attempt.number - 1).values_list("status", "error").first()
+    if previous is None or previous[0] != ResultStatus.FAILED or error_text(previous[1]) != text:
+        return None
+    return text
 
 
 def offline_job_create(*, agent: Agent, offline_run_id: str, kind: str, spec: dict[str, Any],

@@ -182,7 +182,12 @@ def candidate_of(result: Result):
 
 
 def _gpus_under_test(result: Result, candidate) -> tuple[int | None, str]:
-
+    """The GPUs behind the endpoint: stated in the plan (`gpus_per_replica`, the sweep form asks for it), else the
+    candidate's phase-4 input, else the GPUs of the agent's start inventory."""
+    plan_spec = result.job.plan.spec if result.job.plan_id and isinstance(result.job.plan.spec, dict) else {}
+    stated = plan_spec.get("gpus_per_replica")
+    if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0:
+        return stated, "GPUs per replica (stated in the plan)"
     per_replica = CandidateFigure.objects.filter(candidate=candidate, metric=FigureMetric.GPUS_PER_REPLICA).first()
     if per_replica is not None and per_replica.value > 0:
         return int(per_replica.value), "GPUs per replica (phase-4 input)"

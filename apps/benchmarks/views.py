@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, has_role
+from apps.benchmarks import plan_forms
 from apps.benchmarks.filters import JobFilterSet, PlanFilterSet
 from apps.benchmarks.forms import CancelForm, PlanForm
 from apps.benchmarks.models import FINAL_JOB_STATUSES, PlanStatus
@@ -24,8 +25,16 @@ from apps.benchmarks.selectors import (
     plan_get,
     plans_for_user,
 )
-from apps.benchmarks.services import PlanError, job_cancel, plan_create, plan_request_dispatch
+from apps.benchmarks.services import (
+    PlanError,
+    job_cancel,
+    plan_copy,
+    plan_create,
+    plan_request_dispatch,
+    plan_update,
+)
 from apps.benchmarks.storage import artifact_storage
+from apps.benchmarks.verdicts import job_verdict, result_verdict
 from apps.fleet.selectors import agent_get
 from apps.quotes.selectors import candidates_for
 
@@ -70,6 +79,108 @@ def plan_create_view(request):
     return render(request, "benchmarks/plan_form.html", {"form": form, "team": team}, status=status)
 
 
+def _operable_plan(request, pk: int):
+    """A plan of the active team that the user may edit (when a draft) or copy."""
+    require_role(request, *OPERATOR_ROLES)
+    plan = plan_get(user=request.user, pk=pk)
+    if request.active_team is None or plan.team_id != request.active_team.pk:
+        raise PermissionDenied
+    return plan
+
+
+def plan_edit_view(request, pk: int):
+    """The JSON ("advanced") view of a draft plan: the same plan the forms make."""
+    plan = _operable_plan(request, pk)
+    if plan.status != PlanStatus.DRAFT:
+        return render(request, "benchmarks/plan_not_draft.html", {"plan": plan}, status=409)
+    initial = {"name": plan.name, "description": plan.description, "jobs": _pretty(plan.spec),
+               "target_pool": plan.target_pool_id, "target_agent": plan.target_agent_id}
+    form = PlanForm(request.POST or None, team=plan.team, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            plan_update(plan=plan, name=data["name"], description=data["description"], spec=data["jobs"],
+                        target_pool=data["target_pool"], target_agent=data["target_agent"], actor=request.user)
+        except PlanError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
+            return redirect(plan)
+    return render(request, "benchmarks/plan_form.html", {
+        "form": form, "team": plan.team, "plan": plan, "sweep_form": plan_forms.initial_from_plan(plan) is not None,
+    }, status=400 if request.method == "POST" else 200)
+
+
+def _sweep_page(request, form, *, plan=None, candidate=None):
+    return render(request, "benchmarks/plan_sweep_form.html", {
+        "form": form, "team": form.team, "plan": plan, "candidate": candidate,
+    }, status=400 if request.method == "POST" else 200)
+
+
+def _save_sweep(request, form, plan=None):
+    data = form.cleaned_data
+    fields = {"name": data["name"], "description": data["description"], "spec": form.plan_spec,
+              "target_pool": data["target_pool"], "target_agent": data["target_agent"], "actor": request.user}
+    if plan is None:
+        return plan_create(team=form.team, **fields)
+    return plan_update(plan=plan, **fields)
+
+
+def plan_sweep_create_view(request):
+    """A throughput/capacity sweep plan from a form prefilled with the candidate (`?candidate=`) and its workload."""
+    require_role(request, *OPERATOR_ROLES)
+    team = request.active_team
+    if team is None:
+        raise PermissionDenied
+    candidate = None
+    initial = {}
+    if request.GET.get("candidate", "").isdigit():
+        candidate = get_object_or_404(candidates_for(request.user).filter(team=team), pk=int(request.GET["candidate"]))
+        initial = plan_forms.initial_from_candidate(candidate)
+    form = plan_forms.SweepPlanForm(request.POST or None, team=team, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            plan = _save_sweep(request, form)
+        except PlanError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
+            return redirect(plan)
+    return _sweep_page(request, form, candidate=candidate)
+
+
+def plan_sweep_edit_view(request, pk: int):
+    """A draft made by the sweep form, in the form again; saving rebuilds its job from the inputs."""
+    plan = _operable_plan(request, pk)
+    initial = plan_forms.initial_from_plan(plan)
+    if plan.status != PlanStatus.DRAFT:
+        return render(request, "benchmarks/plan_not_draft.html", {"plan": plan}, status=409)
+    if initial is None:
+        return redirect("benchmarks:plan-edit", pk=plan.pk)
+    form = plan_forms.SweepPlanForm(request.POST or None, team=plan.team, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            _save_sweep(request, form, plan)
+        except PlanError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
+            return redirect(plan)
+    return _sweep_page(request, form, plan=plan)
+
+
+@require_POST
+def plan_copy_view(request, pk: int):
+    """Copy any plan of the active team as a new draft, then edit it before dispatch."""
+    plan = _operable_plan(request, pk)
+    copied = plan_copy(plan=plan, actor=request.user)
+    messages.success(request, _("Plan %(plan)s copied as a new draft: edit it, then dispatch it.")
+                     % {"plan": plan.name})
+    if plan_forms.initial_from_plan(copied) is not None:
+        return redirect("benchmarks:plan-sweep-edit", pk=copied.pk)
+    return redirect("benchmarks:plan-edit", pk=copied.pk)
+
+
 def _plan_is_settled(plan, jobs) -> bool:
     return plan.status == PlanStatus.DISPATCHED and all(job.status in FINAL_JOB_STATUSES for job in jobs)
 
@@ -80,6 +191,7 @@ def plan_detail(request, pk: int):
     context = {
         "plan": plan, "jobs": jobs, "spec_json": _pretty(plan.spec), "poll": not _plan_is_settled(plan, jobs),
         "can_operate": has_role(request.user, *OPERATOR_ROLES),
+        "made_by_sweep_form": plan_forms.initial_from_plan(plan) is not None,
     }
     if request.htmx:
         return render(request, "benchmarks/partials/plan_jobs.html", context)
@@ -121,11 +233,15 @@ def job_list(request):
 def _job_context(request, job) -> dict:
     attempts = list(job.attempts.select_related("agent").order_by("number"))
     current = attempts[-1] if attempts else None
+    results = list(job.results.select_related("attempt", "job").order_by("attempt__number"))
+    for result in results:
+        result.verdict = result_verdict(result)
     return {
         "job": job,
         "attempts": attempts,
         "current": current,
-        "results": list(job.results.select_related("attempt").order_by("attempt__number")),
+        "results": results,
+        "verdict": job_verdict(job),
         "artifacts": list(job.artifacts.select_related("attempt").order_by("created_at", "pk")),
         "recent_events": list(job_events(job).order_by("-received_at", "-pk")[:15]),
         "poll": not job.is_final,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from dossier_agent.contract import load_schedule, metrics
+from dossier_agent.contract import lengths, load_schedule, metrics
 
 APIS = ("chat", "completions", "embeddings", "generic")
 
@@ -108,6 +108,20 @@ class LoadSpec:
             load_schedule.build_schedule(spec.profile, min(spec.duration_s, 1.0), max_requests=1)
         except load_schedule.ScheduleError as error:
             raise SpecError(str(error)) from None
+        if not isinstance(spec.prompts, Mapping):
+            raise SpecError("prompts must be an object")
+        synthetic = spec.prompts.get("synthetic")
+        if synthetic is not None and spec.prompts.get("dataset_lines") is None and not spec.prompts.get("dataset"):
+            if not isinstance(synthetic, Mapping):
+                raise SpecError("prompts.synthetic must be an object")
+            # The lengths the agent's prompt builder can draw (dossier_agent.contract.lengths), checked before a run.
+            synthetic = dict(synthetic)
+            if spec.output_tokens and "output_tokens_mean" not in synthetic and "output_tokens" not in synthetic:
+                synthetic["output_tokens"] = spec.output_tokens
+            try:
+                lengths.check_synthetic(synthetic)
+            except lengths.LengthError as error:
+                raise SpecError(str(error)) from None
         return spec
 
     @property

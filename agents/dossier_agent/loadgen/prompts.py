@@ -5,10 +5,13 @@ Dataset lines (JSON objects): `prompt` (string) or `messages` (chat list), optio
 `regex`, `json_schema`, `max_tokens`, `min_output_tokens`, `max_output_tokens`. Every line is checked before the run;
 a bad line is reported with its line number (`DatasetError.problems`).
 
-Synthetic lengths: log-normal with the given mean and p95 (σ from ln(p95/mean) = 1.645σ − σ²/2), constant without
-a p95. Text is made of common English words; its token count comes from an operator-supplied `tokenizer.json`
-(through the `tokenizers` package, when installed) or, without one, from a words→tokens line fitted against the
-server's own `usage.prompt_tokens`. Either way the runner first sends a few calibration prompts and hands the
+Synthetic lengths (dossier_agent.contract.lengths): log-normal with the given mean and p95 (σ from
+ln(p95/mean) = 1.645σ − σ²/2), constant without a p95; or drawn from quantile knots (`*_quantiles`) where a
+log-normal cannot have that mean and p95.
+
+Text is made of common English words; its token count comes from an operator-supplied `tokenizer.json` (through
+the `tokenizers` package, when installed) or, without one, from a words→tokens line fitted against the server's
+own `usage.prompt_tokens`. Either way the runner first sends a few calibration prompts and hands the
 server's counts to `TokenCounter.calibrate_server`: without a tokenizer it fits the line; with one it compares the
 tokenizer's counts with the server's (prompt_tokens = offset + ratio·counted; the offset is what the chat template and
 special tokens add), reports both, and flags a ratio more than `CALIBRATION_TOLERANCE` away from 1 (the tokenizer is
@@ -19,13 +22,14 @@ so the server sees the workload's length, as the fitted line's intercept does wi
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from dossier_agent.contract import lengths
 
 _WORD_TEXT = (
     "the of and to in is was for that on with as by at from it his an are be this which or had not but "
@@ -35,7 +39,7 @@ _WORD_TEXT = (
 )
 _WORDS = tuple(_WORD_TEXT.split())
 MAX_LINE_PROBLEMS = 50
-Z95 = 1.6448536269514722
+Z95 = lengths.Z95
 CALIBRATION_TOLERANCE = 0.10  # |ratio − 1| above this flags a tokenizer.json that does not count like the server
 _FIT_STEPS = 8  # bounded corrections of a synthetic text whose real count misses its target
 
@@ -142,22 +146,37 @@ def load_dataset_file(path: str | Path) -> list[PromptItem]:
 
 def lognormal_lengths(rng: np.random.Generator, mean: float, p95: float | None, count: int,
                       low: int = 1, high: int | None = None) -> np.ndarray:
-    """`count` integer lengths with the given mean and p95 (log-normal), clipped to [low, high]."""
-    if mean <= 0:
-        raise ValueError("mean length must be positive")
-    if p95 is None or p95 <= mean * 1.0001:
-        values = np.full(count, mean)
-    else:
-        ratio = math.log(p95 / mean)
-        if ratio > Z95 * Z95 / 2:
-            raise ValueError(f"p95 {p95} is too far above the mean {mean} for a log-normal (p95/mean <= 3.87)")
-        sigma = Z95 - math.sqrt(Z95 * Z95 - 2 * ratio)
-        mu = math.log(mean) - sigma * sigma / 2
-        values = rng.lognormal(mu, sigma, count)
-    lengths = np.maximum(np.rint(values), low)
+    """`count` integer lengths with the given mean and p95 (log-normal, `contract.lengths.lognormal_parameters`),
+    clipped to [low, high]."""
+    try:
+        parameters = lengths.lognormal_parameters(mean, p95)
+    except lengths.LengthError as error:
+        raise ValueError(str(error)) from None
+    values = np.full(count, mean) if parameters is None else rng.lognormal(parameters[0], parameters[1], count)
+    return _clip(values, low, high)
+
+
+def quantile_lengths(rng: np.random.Generator, knots, count: int, low: int = 1, high: int | None = None) -> np.ndarray:
+    """`count` integer lengths drawn from quantile knots (inverse CDF log-linear between them,
+    `contract.lengths.length_at`)."""
+    pairs = lengths.check_knots(knots)
+    qs = np.array([q for q, _v in pairs])
+    logs = np.log(np.array([v for _q, v in pairs]))
+    values = np.exp(np.interp(rng.random(count), qs, logs))
+    return _clip(values, low, high)
+
+
+def _clip(values: np.ndarray, low: int, high: int | None) -> np.ndarray:
+    result = np.maximum(np.rint(values), low)
     if high is not None:
-        lengths = np.minimum(lengths, high)
-    return lengths.astype(np.int64)
+        result = np.minimum(result, high)
+    return result.astype(np.int64)
+
+
+def _lengths(rng: np.random.Generator, spec: Mapping[str, Any], prefix: str, mean: float, count: int) -> np.ndarray:
+    if spec.get(f"{prefix}_quantiles") is not None:
+        return quantile_lengths(rng, spec[f"{prefix}_quantiles"], count)
+    return lognormal_lengths(rng, mean, spec.get(f"{prefix}_p95"), count)
 
 
 class TokenCounter:
@@ -305,15 +324,16 @@ def synthetic_text(rng: np.random.Generator, words: int, salt: int) -> str:
 
 def synthetic_prompts(spec: Mapping[str, Any], count: int, counter: TokenCounter, seed: int = 0,
                       chat: bool = True) -> list[PromptItem]:
-    """`count` prompts: `input_tokens_mean` (required), `input_tokens_p95`, `output_tokens_mean` /
-    `output_tokens` (default 128), `output_tokens_p95`, `system` (an optional system message)."""
+    """`count` prompts: `input_tokens_mean` (required), `input_tokens_p95` or `input_tokens_quantiles`,
+    `output_tokens_mean` / `output_tokens` (default 128), `output_tokens_p95` or `output_tokens_quantiles`, `system`
+    (an optional system message). The lengths' distributions: dossier_agent.contract.lengths."""
     mean_in = spec.get("input_tokens_mean")
     if not isinstance(mean_in, (int, float)) or mean_in <= 0:
         raise ValueError("synthetic prompts need input_tokens_mean > 0")
     rng = np.random.default_rng(seed)
-    inputs = lognormal_lengths(rng, float(mean_in), spec.get("input_tokens_p95"), count)
+    inputs = _lengths(rng, spec, "input_tokens", float(mean_in), count)
     out_mean = float(spec.get("output_tokens_mean", spec.get("output_tokens", 128)))
-    outputs = lognormal_lengths(rng, out_mean, spec.get("output_tokens_p95"), count)
+    outputs = _lengths(rng, spec, "output_tokens", out_mean, count)
     items = []
     for i in range(count):
         text, expected = counter.text_for(rng, int(inputs[i]), i)

@@ -1,7 +1,9 @@
 """Serializers of the user API for plans, jobs, events, artifacts and results."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.benchmarks import verdicts
 from apps.benchmarks.measurements import counts_as_measured
 from apps.benchmarks.models import Artifact, BenchmarkPlan, FigureMeasurement, Job, JobAttempt, JobEvent, Result
 
@@ -57,17 +59,35 @@ class ArtifactSerializer(serializers.ModelSerializer):
         return None if artifact.purged_at else artifact.get_absolute_url()
 
 
+class VerdictSerializer(serializers.Serializer):
+    """apps/benchmarks/verdicts.py: what the result settles, beyond the agent's own status."""
+
+    outcome = serializers.ChoiceField(
+        choices=verdicts.OUTCOMES, read_only=True,
+        help_text="succeeded: the figures stand. inconclusive: the run ended but settles nothing (a memory probe at "
+                  "the target that timed out or never ran, a throughput run marked invalid or not summarised); "
+                  "failed; cancelled; pending: not ingested yet.")
+    reason = serializers.CharField(read_only=True, help_text="Why, for inconclusive and failed results (else empty).")
+
+
 class ResultSerializer(serializers.ModelSerializer):
     attempt = serializers.IntegerField(source="attempt.number", read_only=True)
     is_rehearsal = serializers.BooleanField(source="rehearsal", read_only=True)
     artifacts = serializers.SlugRelatedField(slug_field="sha256", many=True, read_only=True)
+    verdict = serializers.SerializerMethodField(
+        help_text="The result's verdict, the one the job and candidate pages show: an agent's \"succeeded\" with "
+                  "nothing settled reads \"inconclusive\" here, with the reason.")
 
     class Meta:
         model = Result
         fields = ["id", "job", "attempt", "status", "canonical", "result", "error", "started_at", "finished_at",
                   "event_count", "events_received", "agent_version", "spec", "spec_sha256", "acceptance_criteria",
-                  "artifacts", "recorded_at", "ingested_at", "summary", "is_rehearsal", "rehearsal_reasons"]
+                  "artifacts", "recorded_at", "ingested_at", "summary", "is_rehearsal", "rehearsal_reasons", "verdict"]
         read_only_fields = fields
+
+    @extend_schema_field(VerdictSerializer)
+    def get_verdict(self, result: Result) -> dict[str, str]:
+        return verdicts.result_verdict(result).as_dict()
 
 
 class FigureMeasurementSerializer(serializers.ModelSerializer):

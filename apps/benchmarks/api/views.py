@@ -68,7 +68,7 @@ class ResultViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         return (
             Result.objects.for_user(self.request.user)
-            .select_related("attempt")
+            .select_related("attempt", "job")
             .prefetch_related("artifacts")
             .order_by("-recorded_at", "-pk")
         )

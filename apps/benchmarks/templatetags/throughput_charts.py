@@ -1,5 +1,5 @@
 """`{% throughput_results job=job %}` / `{% throughput_results candidate=candidate %}`: the phase-2 figures and charts
-of a job's canonical throughput result, or of every throughput job whose plan names the candidate."""
+of a job's canonical throughput result, or of every throughput job that measures the candidate (`Job.candidate`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from apps.benchmarks.models import Result
 from apps.benchmarks.throughput import KIND, SUMMARY_KEY
 from apps.benchmarks.throughput_charts import figures
 from apps.benchmarks.throughput_residuals import capacity_comparison
+from apps.benchmarks.verdicts import result_verdict
 
 register = template.Library()
 
@@ -40,6 +41,7 @@ def _view(result: Result) -> dict:
             rows.append({"label": _labels()[(metric, weighting)], "n": block.get("n"), "method": block.get("method"),
                          "values": [(q, block.get(q)) for q in PERCENTILE_KEYS]})
     return {"result": result, "throughput": measured, "summary": summary, "rows": rows,
+            "verdict": result_verdict(result),
             "figures": figures(measured) if summary else {}, "dom_id": f"throughput-{result.pk}"}
 
 
@@ -49,7 +51,8 @@ def throughput_results(*, job=None, candidate=None, limit: int = 5):
     if job is not None:
         results = results.filter(job=job)
     elif candidate is not None:
-        results = results.filter(job__team_id=candidate.team_id, job__plan__spec__candidate_id=candidate.pk)
+        # The candidate the job measures, as dispatch settled it (the plan's candidate, else its agent's node).
+        results = results.filter(job__team_id=candidate.team_id, job__candidate=candidate)
     else:
         results = results.none()
     views = [_view(result) for result in results.order_by("-recorded_at", "-pk")[:limit]

@@ -69,6 +69,9 @@ def make_figure_measurement(team):
 URL_FIXTURES = {
     "benchmarks:plan-detail": make_plan,
     "benchmarks:plan-dispatch": make_plan,
+    "benchmarks:plan-edit": make_plan,
+    "benchmarks:plan-sweep-edit": make_plan,
+    "benchmarks:plan-copy": make_plan,
     "benchmarks:run-inventory": lambda team: {"agent_pk": make_agent(team).pk},
     "benchmarks:job-detail": make_job,
     "benchmarks:job-progress": make_job,
