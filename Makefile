@@ -90,7 +90,7 @@ run: prepare
 	@echo "Log in at http://$(BIND)/accounts/login/ as 'admin' (password above when it was just created)."
 	@echo "Stop with Ctrl-C."
 	@echo
-	PATH="$(CURDIR)/$(BIN):$$PATH" DOSSIER_BIND="$(BIND)" \
+	PATH="$(CURDIR)/$(BIN):$$PATH" DOSSIER_BIND="$(BIND)" DOSSIER_SITE_URL="$${DOSSIER_SITE_URL:-http://$(BIND)}" \
 		exec $(BIN)/python scripts/run_procfile.py --procfile Procfile --stop-timeout $(STOP_TIMEOUT)
 
 # Debian's Chromium for the browser tests (Playwright cannot download a browser here), gettext's msgfmt for the

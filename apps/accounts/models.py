@@ -59,3 +59,7 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ∈ {self.team}"
+
+
+# Each person's interface language lives in its own module (the switcher, the login hook and the middleware beside it).
+from apps.accounts.language import UserLanguage  # noqa: E402, F401
