@@ -85,6 +85,7 @@ MIDDLEWARE = [
     "apps.audit.middleware.RequestIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
+    "apps.accounts.language.UserLanguageMiddleware",  # a signed-in user's own language, over the cookie's
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -114,6 +115,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "apps.accounts.context_processors.navigation",
+                "apps.decisions.context_processors.sign_off",
             ],
         },
     },
@@ -241,6 +243,11 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
+# The address people open Dossier at, e.g. https://dossier.example.com: links in e-mails are made absolute with it
+# (apps/common/site.py). Unset: the links are paths only, and `check --deploy` warns (common.W001).
+DOSSIER_SITE_URL = (
+    env_url("DOSSIER_SITE_URL", "", {"http", "https"}).rstrip("/") if env_str("DOSSIER_SITE_URL", "") else ""
+)
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "dossier@localhost")
 # Read by django.core.mail.backends.smtp.EmailBackend (decision-record notifications) when EMAIL_BACKEND names it.

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from apps.accounts import language
 from apps.common import views as common_views
 from config import legacy_urls
 
@@ -22,7 +23,8 @@ urlpatterns = [
     path("", common_views.home, name="home"),
     path("healthz", common_views.healthz, name="healthz"),
     path("accounts/", include("apps.accounts.urls")),
-    path("i18n/", include("django.conf.urls.i18n")),
+    # Django's language switcher, which also keeps a signed-in user's choice on their account.
+    path("i18n/setlang/", language.set_language, name="set_language"),
     path("admin/", admin.site.urls),
     path("catalog/", include("apps.catalog.urls")),
     path("workloads/", include("apps.workloads.urls")),

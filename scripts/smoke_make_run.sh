@@ -60,7 +60,8 @@ fi
 
 say "starting make run on $bind (state in $DOSSIER_VAR_DIR)"
 # A non-interactive shell starts background jobs in its own process group, so setsid does not fork: $! is the
-# leader of a new process group holding make, honcho, gunicorn and celery.
+# leader of a new process group holding make and scripts/run_procfile.py (gunicorn and celery run in sessions of
+# their own, so the runner stops them when SIGTERM reaches it).
 : >"$log"
 setsid make run BIND="$bind" >"$log" 2>&1 </dev/null &
 pgid=$!
@@ -115,5 +116,9 @@ if [ "$(status_of "$url/healthz")" != "000" ]; then
 fi
 leftovers="$(pgrep -g "$pgid" || true)"
 [ -z "$leftovers" ] || fail "processes left in the group: $leftovers"
+if grep -q "SIGKILL" "$log"; then
+	fail "a server needed SIGKILL to stop"
+fi
+grep -q "stopped cleanly" "$log" || fail "the runner did not report a clean stop"
 say "stopped cleanly"
 say "OK"

@@ -31,6 +31,7 @@ PRODUCTION_VARIABLES = {
     "DEBUG": "false",
     "ALLOWED_HOSTS": "dossier.example.com",
     "CSRF_TRUSTED_ORIGINS": "https://dossier.example.com",
+    "DOSSIER_SITE_URL": "https://dossier.example.com",  # absolute links in e-mails (common.W001 without it)
     "SECURE_SSL_REDIRECT": "true",
     "SESSION_COOKIE_SECURE": "true",
     "CSRF_COOKIE_SECURE": "true",
@@ -246,7 +247,7 @@ def test_check_deploy_warns_on_the_development_defaults(tmp_path):
     # The counterpart of the test above: the same check does see the insecure one-machine defaults.
     result = run_dossier(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], {}, tmp_path)
     assert result.returncode != 0
-    for warning in ("security.W004", "security.W008", "security.W012", "security.W016"):
+    for warning in ("security.W004", "security.W008", "security.W012", "security.W016", "common.W001"):
         assert warning in result.stderr
 
 

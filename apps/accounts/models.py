@@ -88,3 +88,7 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+# Each person's interface language lives in its own module (the switcher, the login hook and the middleware beside it).
+from apps.accounts.language import UserLanguage  # noqa: E402, F401

@@ -6,3 +6,6 @@ class CommonConfig(AppConfig):
     name = "apps.common"
     label = "common"
     verbose_name = _("Common")
+
+    def ready(self):
+        from apps.common import site  # noqa: F401 (registers the DOSSIER_SITE_URL deploy check)

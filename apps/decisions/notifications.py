@@ -2,7 +2,9 @@
 SMTP when EMAIL_BACKEND and its settings say so). Each person chooses which kinds they receive, and where.
 
 A notification stores an event code and its parameters, never a sentence: the text is made when it is read, in the
-reader's language. Emails are sent by the task `decisions.email_notification`, queued when the transaction commits.
+reader's language (an e-mail: the language the recipient chose, apps/accounts/language.py). The e-mail's link is
+absolute, on DOSSIER_SITE_URL (apps/common/site.py). Emails are sent by the task `decisions.email_notification`,
+queued when the transaction commits.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from apps.accounts.language import language_of
+from apps.common.site import absolute_url
 from apps.decisions.models import DecisionRecord, Notification, NotificationKind, NotificationPreference, StageKind
 
 #: The kind (what the preferences choose) of each event.
@@ -125,8 +129,12 @@ def send_notification_email(notification_id: int) -> bool:
     if claimed != 1:
         return False
     notification = Notification.objects.select_related("recipient", "record").get(pk=notification_id)
-    text = notification_text(notification)
-    body = "\n\n".join([text, _("Open the record: %(path)s") % {"path": notification.record.get_absolute_url()}])
+    # In the language the recipient chose (the worker's default when they never chose), with a link that opens from
+    # a mail client (DOSSIER_SITE_URL).
+    with translation.override(language_of(notification.recipient) or translation.get_language()):
+        text = notification_text(notification)
+        link = absolute_url(notification.record.get_absolute_url())
+        body = "\n\n".join([text, _("Open the record: %(path)s") % {"path": link}])
     try:
         send_mail(
             # The product's name, then the sentence in the reader's language, on one line: a record title or a

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
+from apps.accounts.roles import user_roles
 from apps.audit.services import model_snapshot
 from apps.benchmarks import selectors as benchmark_selectors
 from apps.comparison import selectors as comparison_selectors
@@ -28,6 +29,8 @@ from apps.decisions.models import (
     RecordStatus,
     RevisitFlag,
     RevisitReason,
+    StageKind,
+    StageStatus,
 )
 from apps.decisions.snapshot import canonical_json, comparison_from_data, comparison_to_data, plain, sha256_of
 from apps.quotes import selectors as quote_selectors
@@ -113,6 +116,42 @@ def unread_count(user) -> int:
     if not getattr(user, "is_authenticated", False):
         return 0
     return notifications_for(user).filter(read_at__isnull=True).count()
+
+
+def stages_waiting_for(user) -> QuerySet[ApprovalStage]:
+    """The stages that wait for `user`'s signature now, oldest proposal first: the first pending stage of the current
+    round of a proposed record of the user's teams (inputs unchanged since the proposal), of a kind the user's roles
+    sign, on a record the user did not write, when the user signed no other stage of that round.
+
+    The same rules as services.stage_refusal, in one query, so the page and the badge agree with who may sign."""
+    if not getattr(user, "is_authenticated", False):
+        return ApprovalStage.objects.none()
+    kinds = user_roles(user) & set(StageKind.values)
+    if not kinds:
+        return ApprovalStage.objects.none()
+    same_round = ApprovalStage.objects.filter(record=OuterRef("record"), round=OuterRef("round"))
+    earlier_pending = same_round.filter(position__lt=OuterRef("position"), status=StageStatus.PENDING)
+    signed_other = same_round.filter(reviewer_id=user.pk).exclude(kind=OuterRef("kind")).exclude(
+        status=StageStatus.WITHDRAWN
+    )
+    return (
+        ApprovalStage.objects.for_user(user)
+        .filter(
+            status=StageStatus.PENDING,
+            kind__in=sorted(kinds),
+            record__status=RecordStatus.PROPOSED,
+            record__inputs_changed_at__isnull=True,
+            round=F("record__proposal_round"),
+        )
+        .exclude(record__author_id=user.pk)
+        .filter(~Exists(earlier_pending), ~Exists(signed_other))
+        .select_related("record__team", "record__author", "record__workload_summary__workload")
+        .order_by("record__proposed_at", "record__pk")
+    )
+
+
+def waiting_count(user) -> int:
+    return stages_waiting_for(user).count()
 
 
 def superseding_draft(record: DecisionRecord) -> DecisionRecord | None:

@@ -10,6 +10,7 @@ app_name = "records"
 urlpatterns = [
     path("", views.record_list, name="list"),
     path("new/", views.record_create, name="create"),
+    path("waiting/", views.waiting_for_me, name="waiting"),
     path("notifications/", views.notification_list, name="notifications"),
     path("notifications/read/", views.notifications_mark_read, name="notifications-read"),
     path("notifications/preferences/", views.notification_preferences, name="notification-preferences"),

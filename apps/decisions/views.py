@@ -1,6 +1,7 @@
 """Browser pages of decision records: the list, a draft's start and edit, the record page (the phase-4 table,
 charts and six mistakes from the snapshot, the approval trail, the revisit flags), the sign-off of each stage, the
-print view, the exports, the snapshot itself, and each person's notifications and their preferences.
+print view, the exports, the snapshot itself, the records waiting for one's signature, and each person's
+notifications and their preferences.
 
 Every role of the owning team reads; platform and admin draft and propose; each stage is signed by its own role.
 Records come from `for_user` querysets, so another team's record answers 404. A step the record's state does not
@@ -82,6 +83,13 @@ def record_list(request):
             "unread": selectors.unread_count(request.user),
         },
     )
+
+
+@require_safe
+def waiting_for_me(request):
+    """The records whose current stage waits for a signature the user may give (any of the user's teams)."""
+    stages = list(selectors.stages_waiting_for(request.user))
+    return render(request, "decisions/records/waiting.html", {"stages": stages})
 
 
 # ---------------------------------------------------------------------------------------------------------------
