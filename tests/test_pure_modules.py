@@ -25,6 +25,7 @@ PURE_MODULES = (
     "apps.benchmarks.rehearsal",
     "apps.catalog.catalog_csv",
     "apps.workloads.memory",
+    "apps.workloads.memory.roofline",
 )
 
 IMPORT_AND_REPORT = """

@@ -80,12 +80,13 @@ def default_settings(plan: estimates.EstimatePlan) -> FitSettings:
 
 
 def probe_plan(plan: estimates.EstimatePlan, settings: FitSettings) -> estimates.EstimatePlan:
-    """The estimate for what one probe runs: one device (no tensor parallelism, no ZeRO sharding), at the settings'
-    tokens and concurrency."""
+    """The estimate for what one probe runs: one device (no tensor, sequence or pipeline parallelism, no ZeRO
+    sharding, no optimizer offload), at the settings' tokens and concurrency."""
     request = plan.request
     if isinstance(request, TrainingRequest):
         request = replace(request, sequence_length=settings.tokens, micro_batch_size=settings.concurrency,
-                          zero_stage=0, data_parallel_gpus=1, tensor_parallel=1)
+                          zero_stage=0, data_parallel_gpus=1, tensor_parallel=1, sequence_parallel=False,
+                          pipeline_parallel=1, optimizer_offload="none")
     else:
         request = replace(request, p95_context_tokens=settings.tokens, concurrent_sessions=settings.concurrency,
                           tensor_parallel=1)

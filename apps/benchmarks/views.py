@@ -220,10 +220,13 @@ def memory_fit_plan_create_view(request, candidate_pk: int):
 def memory_fit_residuals_view(request):
     """Phase-1 residuals (measured − predicted) per GPU architecture, precision and component over the user's
     results, with the chart and the safety margin they suggest."""
-    from apps.benchmarks import memory_fit
+    from apps.benchmarks import memory_fit, throughput_residuals
 
     groups = memory_fit.memory_fit_residuals(request.user)
+    comparisons = throughput_residuals.capacity_comparisons(request.user)
     return render(request, "benchmarks/memory_fit_residuals.html", {
+        "capacity_comparisons": comparisons,
+        "capacity_groups": throughput_residuals.group_capacity_residuals(comparisons),
         "groups": groups,
         "margins": memory_fit.suggested_margins(groups),
         "figure": memory_fit.residuals_figure(groups) if groups else None,

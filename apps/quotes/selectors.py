@@ -565,3 +565,59 @@ def candidates_by_hourly_price(user, workload_summary) -> list[CandidateRow]:
     candidates = candidates_for(user).filter(workload_summary=workload_summary, kind=CandidateKind.GPU)
     rows = [row for row in candidate_rows(candidates) if row.rate_per_gpu_hour and row.rate_per_gpu_hour.amount]
     return sorted(rows, key=lambda row: (row.rate_per_gpu_hour.amount, row.candidate.pk))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The workload shortlist's prices (registered with apps/workloads/price_sources in QuotesConfig.ready)
+
+
+def cheapest_gpu_hour_prices(team, gpu_keys) -> dict:
+    """The team's cheapest current price per GPU-hour for each catalog GPU, in its reporting currency.
+
+    Per quote: the effective rate (contracted, else list; the newest version of each), per GPU-hour (a node-hour
+    shared by the node's GPUs), converted at the team's newest exchange rate. Left out: quotes priced per token, per
+    request or bought, prices past their `valid_until`, and prices with no exchange rate to the reporting currency
+    (never compared in the wrong currency).
+    """
+    from apps.workloads.price_sources import QUOTE, PriceRef
+
+    today = timezone.localdate()
+    book = RateBook(team, on=today)
+    best: dict = {}
+    quotes = (
+        Quote.objects.for_team(team)
+        .filter(gpu_id__in=list(gpu_keys), price_unit__in=HOURLY_UNITS)
+        .select_related("vendor")
+        .prefetch_related(Prefetch("price_versions", queryset=PriceVersion.objects.order_by("component", "-number")))
+    )
+    for quote in quotes:
+        rate = effective_rate(current_prices(quote))
+        if rate is None or (rate.valid_until is not None and rate.valid_until < today):
+            continue
+        hourly = per_gpu_hour(quote, rate.amount)
+        if not hourly or hourly <= 0:
+            continue
+        converted = book.convert(hourly, rate.currency)
+        if converted.amount is None or converted.amount <= 0:
+            continue
+        known = best.get(quote.gpu_id)
+        if known is not None and known.amount <= converted.amount:
+            continue
+        conversion = (
+            f", {money.canonical(hourly)} {rate.currency} converted at {converted.rate.rate} "
+            f"({converted.rate.source}, {converted.rate.as_of})"
+            if converted.rate is not None
+            else ""
+        )
+        best[quote.gpu_id] = PriceRef(
+            amount=converted.amount,
+            currency=converted.currency,
+            source=(
+                f"quote #{quote.pk} “{quote.title}” ({quote.vendor.name}, {quote.get_commercial_model_display()}, "
+                f"{rate.get_component_display()} v{rate.number} observed {rate.observed_at.date().isoformat()}"
+                f"{conversion})"
+            ),
+            kind=QUOTE,
+            as_of=rate.observed_at.date(),
+        )
+    return best

@@ -6,3 +6,8 @@ class WorkloadsConfig(AppConfig):
     name = "apps.workloads"
     label = "workloads"
     verbose_name = _("Workloads")
+
+    def ready(self):
+        from apps.workloads import price_sources
+
+        price_sources.register(price_sources.catalog_reference_prices, name="catalog-reference")

@@ -57,6 +57,15 @@ EXTRA_SHAPE_FIELDS = (
     "position_embeddings",
     "token_type_vocab_size",
     "pooler",
+    "linear_biases",
+    "layer_norm",
+    "linear_attention_layers",
+    "linear_num_key_heads",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+    "pipeline_parts",
 )
 DEFAULT_ARCHITECTURE = Architecture.DENSE
 DEFAULT_PRECISION = Precision.BF16
@@ -256,6 +265,11 @@ def _training_request(summary: Any) -> tuple[TrainingRequest, dict[str, str]]:
         zero_stage=_get(summary, "zero_stage") or 0,
         data_parallel_gpus=_get(summary, "data_parallel_gpus") or 1,
         recompute=_get(summary, "recompute") or Recompute.NONE,
+        tensor_parallel=_get(summary, "tensor_parallel") or 1,
+        sequence_parallel=bool(_get(summary, "sequence_parallel")),
+        pipeline_parallel=_get(summary, "pipeline_parallel") or 1,
+        optimizer_offload=_get(summary, "optimizer_offload") or "none",
+        optimizer_bits=_get(summary, "optimizer_bits") or 32,
         lora_rank=_get(summary, "lora_rank") or DEFAULT_LORA_RANK,
     )
     return request, {"s": f"training_sequence_length = {sequence}", "b": f"batch_size = {batch}"}

@@ -158,6 +158,17 @@ class Recompute(models.TextChoices):
     FULL = training.Recompute.FULL.value, _("Full (keep each layer's input)")
 
 
+class OptimizerOffload(models.TextChoices):
+    NONE = training.OptimizerOffload.NONE.value, _("None (on the GPU)")
+    CPU = training.OptimizerOffload.CPU.value, _("CPU memory (ZeRO-Offload)")
+    NVME = training.OptimizerOffload.NVME.value, _("NVMe (ZeRO-Infinity)")
+
+
+class OptimizerBits(models.IntegerChoices):
+    THIRTY_TWO = 32, _("32-bit Adam")
+    EIGHT = 8, _("8-bit Adam (bitsandbytes)")
+
+
 class Status(models.TextChoices):
     DRAFT = "draft", _("Draft")
     READY = "ready", _("Ready")
@@ -408,6 +419,40 @@ class WorkloadSummary(TeamOwnedModel):
         _("data-parallel GPUs"), null=True, blank=True, validators=_limits(training.MAX_GPUS), help_text=_("Empty: 1.")
     )
     recompute = models.CharField(_("activation recomputation"), max_length=20, choices=Recompute.choices, blank=True)
+    tensor_parallel = models.PositiveIntegerField(
+        _("tensor-parallel GPUs"),
+        null=True,
+        blank=True,
+        validators=_limits(1024),
+        help_text=_("GPUs each layer is split over. Empty: 1."),
+    )
+    sequence_parallel = models.BooleanField(
+        _("sequence parallelism"),
+        default=False,
+        blank=True,
+        help_text=_("Splits the activations tensor parallelism leaves whole; needs more than one tensor-parallel GPU."),
+    )
+    pipeline_parallel = models.PositiveIntegerField(
+        _("pipeline-parallel stages"),
+        null=True,
+        blank=True,
+        validators=_limits(1024),
+        help_text=_("The layers split over this many stages (1F1B schedule). Empty: 1."),
+    )
+    optimizer_offload = models.CharField(
+        _("optimizer offload"),
+        max_length=10,
+        choices=OptimizerOffload.choices,
+        blank=True,
+        help_text=_("CPU needs ZeRO stage 1 or higher, NVMe ZeRO stage 3. Empty: none."),
+    )
+    optimizer_bits = models.PositiveSmallIntegerField(
+        _("optimizer state bits"),
+        choices=OptimizerBits.choices,
+        null=True,
+        blank=True,
+        help_text=_("Adam's moments in 32 bits or in 8 bits (bitsandbytes). Empty: 32."),
+    )
     lora_rank = models.PositiveIntegerField(
         _("LoRA rank"), null=True, blank=True, validators=_limits(65_536), help_text=_("LoRA/QLoRA only.")
     )
@@ -530,6 +575,11 @@ class WorkloadSummary(TeamOwnedModel):
                 condition=Q(zero_stage__isnull=True) | Q(zero_stage__lte=3),
                 name="workloads_summary_zero_stage",
                 violation_error_message=_("ZeRO has stages 0 to 3."),
+            ),
+            models.CheckConstraint(
+                condition=Q(optimizer_bits__isnull=True) | Q(optimizer_bits__in=[8, 32]),
+                name="workloads_summary_optimizer_bits",
+                violation_error_message=_("Adam keeps its states in 32 or 8 bits."),
             ),
             models.CheckConstraint(
                 condition=Q(p95_input_tokens__isnull=True)

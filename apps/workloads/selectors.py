@@ -11,9 +11,10 @@ from django.shortcuts import get_object_or_404
 
 from apps.catalog.models import GpuModel, SpecKey
 from apps.catalog.selectors import MemoryBasis, UsableMemory, gpu_catalog, usable_memory_bytes
-from apps.workloads import estimates, readiness, rules
+from apps.workloads import estimates, predictions, price_sources, readiness, rules
 from apps.workloads.memory.capacity import Capacity, CapacitySource
 from apps.workloads.memory.errors import ShapeError
+from apps.workloads.memory.roofline import GpuPeaks, RooflineError
 from apps.workloads.models import WorkloadSummary
 from apps.workloads.shortlist import Shortlist, build_shortlist
 
@@ -100,6 +101,32 @@ def catalog_gpus(pks=None) -> list[CatalogGpu]:
     return gpus
 
 
+def gpu_peaks(gpu: GpuModel) -> GpuPeaks | None:
+    """The datasheet peaks the serving roofline needs (memory bandwidth, BF16 and FP8 dense rates), or None."""
+    try:
+        return GpuPeaks(
+            memory_bandwidth_tbps=_spec_float(gpu, SpecKey.MEMORY_BANDWIDTH_TBPS),
+            bf16_dense_tflops=_spec_float(gpu, SpecKey.BF16_DENSE_TFLOPS),
+            fp8_dense_tflops=_spec_float(gpu, SpecKey.FP8_DENSE_TFLOPS),
+        )
+    except RooflineError:
+        return None
+
+
+def shortlist_cost_inputs(summary: WorkloadSummary, analysis: estimates.Analysis, gpus: list[CatalogGpu]) -> dict:
+    """The keyword arguments that make build_shortlist rank by predicted cost per accepted output: roofline
+    predictions per fitting GPU and the team's known prices per GPU-hour ({} for a workload with no request mix)."""
+    peaks = {item.gpu.pk: found for item in gpus if (found := gpu_peaks(item.gpu)) is not None}
+    predicted = predictions.shortlist_predictions(summary, analysis, peaks)
+    if predicted is None:
+        return {}
+    return {
+        "predictions": predicted,
+        "prices": price_sources.known_prices(summary.team, list(predicted)),
+        "acceptance": summary.quality_acceptance_rate,
+    }
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # The report of one summary
 # --------------------------------------------------------------------------------------------------------------------
@@ -132,7 +159,8 @@ def summary_report(summary: WorkloadSummary, *, gpus: list[CatalogGpu] | None = 
         except ShapeError as error:
             plan, plan_error = None, error
         else:
-            shortlist = build_shortlist(summary.workload_type, analysis)
+            costs = shortlist_cost_inputs(summary, analysis, gpus)
+            shortlist = build_shortlist(summary.workload_type, analysis, **costs)
     values = {name: getattr(summary, name) for name in rules.CAPACITY_FIELDS}
     return SummaryReport(
         summary=summary,

@@ -41,6 +41,11 @@ REQUEST_FIELDS = {
     "data_parallel_gpus": "data_parallel_gpus",
     "lora_rank": "lora_rank",
     "recompute": "recompute",
+    "tensor_parallel": "tensor_parallel",
+    "sequence_parallel": "sequence_parallel",
+    "pipeline_parallel": "pipeline_parallel",
+    "optimizer_offload": "optimizer_offload",
+    "optimizer_bits": "optimizer_bits",
     "kv_cache_precision": "kv_cache_precision",
 }
 SUMMARY_SHAPE_FIELDS = frozenset(estimates.SHAPE_FIELDS) | {"architecture", "precision", "tied_embeddings"}
@@ -63,6 +68,11 @@ ESTIMATE_INPUT_FIELDS = (
     "zero_stage",
     "data_parallel_gpus",
     "recompute",
+    "tensor_parallel",
+    "sequence_parallel",
+    "pipeline_parallel",
+    "optimizer_offload",
+    "optimizer_bits",
     "lora_rank",
     "workload_type",
 )

@@ -7,12 +7,15 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.accounts.roles import Role, has_role
 from apps.common import page_parts
+from apps.common.decimals import significant
 from apps.common.forms import add_service_errors
 from apps.workloads import estimates, readiness, rules
+from apps.workloads import shortlist as shortlist_module
 from apps.workloads.charts import memory_chart
 from apps.workloads.filters import WorkloadSummaryFilterSet
 from apps.workloads.forms import SECTIONS, WorkloadSummaryForm
@@ -153,6 +156,9 @@ def _shortlist_context(report: SummaryReport) -> dict | None:
                 "need_value": entry.need_value,
                 "role": _(entry.family.role) if entry.family else "",
                 "watch": _(entry.family.watch) if entry.family else "",
+                "cost": entry.cost,
+                "cost_shown": significant(entry.cost.cost_per_accepted_output, 4) if entry.cost else None,
+                "cost_basis": _cost_basis(entry),
             }
         )
     need_units = {
@@ -179,7 +185,53 @@ def _shortlist_context(report: SummaryReport) -> dict | None:
             for family in shortlist.families
         ],
         "entries": entries,
+        "ranking_basis": _ranking_basis(shortlist),
     }
+
+
+COST_MISSING_TEXTS = {
+    shortlist_module.COST_MISSING_DOES_NOT_FIT: _lazy("does not fit"),
+    shortlist_module.COST_MISSING_PREDICTION: _lazy("no roofline prediction (datasheet peaks or model shape missing)"),
+    shortlist_module.COST_MISSING_PRICE: _lazy("no known price for this GPU (no quote, no catalog reference price)"),
+    shortlist_module.COST_MISSING_CURRENCY: _lazy("priced in another currency than the ranking"),
+}
+
+
+def _cost_basis(entry) -> str:
+    """What an entry's predicted cost rests on, or why it has none (shown beside the figure)."""
+    cost = entry.cost
+    if cost is None:
+        return str(COST_MISSING_TEXTS.get(entry.cost_missing, ""))
+    prediction = cost.prediction
+    price = _("price from %(source)s") % {"source": cost.price.source}
+    acceptance = (
+        _("acceptance %(share)s (stated)") % {"share": cost.acceptance.normalize()}
+        if cost.acceptance_stated
+        else _("acceptance 1 (not stated)")
+    )
+    return _(
+        "Predicted: roofline %(rate)s responses/s per replica of %(gpus)s GPU (%(bound)s-bound, B=%(batch)s) × "
+        "%(price)s; %(acceptance)s."
+    ) % {
+        "rate": f"{prediction.requests_per_s_per_replica:.3g}",
+        "gpus": cost.gpus,
+        "bound": prediction.bound,
+        "batch": prediction.concurrency,
+        "price": price,
+        "acceptance": acceptance,
+    }
+
+
+def _ranking_basis(shortlist) -> str:
+    """The line saying the order is a predicted cost ("" when the shortlist is ranked by fit and need only)."""
+    if shortlist.cost_currency is None:
+        return ""
+    return _(
+        "Predicted cost per accepted output (%(currency)s): a roofline prediction of each fitting GPU's throughput "
+        "from the catalog's memory bandwidth and tensor rate for this model and request mix, times the cheapest "
+        "known price per GPU-hour (a quote of this team, else the catalog's reference price). A prediction, not a "
+        "measurement; GPUs without a prediction or a price follow in the usual order."
+    ) % {"currency": shortlist.cost_currency}
 
 
 def _chart(report: SummaryReport) -> dict | None:

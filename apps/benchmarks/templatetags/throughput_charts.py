@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 from apps.benchmarks.models import Result
 from apps.benchmarks.throughput import KIND, SUMMARY_KEY
 from apps.benchmarks.throughput_charts import figures
+from apps.benchmarks.throughput_residuals import capacity_comparison
 
 register = template.Library()
 
@@ -53,7 +54,10 @@ def throughput_results(*, job=None, candidate=None, limit: int = 5):
         results = results.none()
     views = [_view(result) for result in results.order_by("-recorded_at", "-pk")[:limit]
              if isinstance(result.summary, dict) and SUMMARY_KEY in result.summary]
-    return {"views": views, "for_candidate": candidate is not None}
+    comparison = None
+    if candidate is not None:
+        comparison = capacity_comparison(candidate)
+    return {"views": views, "for_candidate": candidate is not None, "capacity_comparison": comparison}
 
 
 @register.filter

@@ -39,13 +39,15 @@ class Term:
         }
 
 
-# English labels for the UI; the web layer translates them (strings marked for makemessages).
+# English labels for the UI; the web layer translates them (strings marked for makemessages). A media pipeline's
+# other models add one "weights:<component>" term each (e.g. "weights:text_encoder_2"), shown by that name.
 TERM_LABELS: dict[str, str] = {
     "weights": gettext_noop("Weights"),
     "frozen_base_weights": gettext_noop("Frozen base weights"),
     "gradients": gettext_noop("Gradients"),
     "optimizer_states": gettext_noop("Optimizer states (fp32 master, Adam moments)"),
     "kv_cache": gettext_noop("KV cache"),
+    "linear_attention_state": gettext_noop("Linear-attention state (per session)"),
     "activation_peak": gettext_noop("Activation peak"),
     "activations": gettext_noop("Activations (transformer layers)"),
     "output_activations": gettext_noop("Activations (output layer and loss)"),

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from apps.workloads.memory.errors import gettext_noop, shape_error
+from apps.workloads.memory.pipelines import is_diffusers_config, parse_model_index
 from apps.workloads.memory.precisions import Precision, normalise_precision
 from apps.workloads.memory.shapes import Architecture, ModelShape
 
@@ -33,8 +34,45 @@ ENCODERS_WITH_POOLER = frozenset({"bert", "roberta", "xlm-roberta", "camembert",
 NON_GATED_DECODER_TYPES = frozenset(
     {"gpt2", "gpt_neox", "gptj", "opt", "falcon", "bloom", "mpt", "phi", "starcoder2", "gpt_bigcode"}
 )
-# Model types whose configs default tie_word_embeddings to true when the key is absent.
-TIED_BY_DEFAULT_TYPES = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"}) | ENCODER_MODEL_TYPES
+# Decoders built like GPT-2: biases on every attention and FFN projection and LayerNorm with a bias (OPT's
+# enable_bias, StarCoder2's use_bias may turn the biases off).
+BIASED_LAYER_NORM_DECODER_TYPES = frozenset({"gpt2", "opt", "gpt_bigcode", "gpt_neox", "bloom", "phi", "starcoder2"})
+# Decoders with learned absolute positions: (config key, extra rows). OPT's OPTLearnedPositionalEmbedding holds
+# max_position_embeddings + 2 rows (its offset of 2 for the padding index, transformers modeling_opt.py).
+LEARNED_POSITION_DECODER_TYPES: dict[str, tuple[str, int]] = {
+    "gpt2": ("n_positions", 0),
+    "gpt_bigcode": ("n_positions", 0),
+    "opt": ("max_position_embeddings", 2),
+}
+# Model types whose configs default tie_word_embeddings to true when the key is absent: the class default of
+# transformers' config classes (transformers 5.23, models/<type>/configuration_<type>.py, read 2026-12-03): True for
+# opt, gpt2, bloom, falcon, mpt, starcoder2, gpt_bigcode, cohere and the Gemma family; False for llama, mistral,
+# mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, phi, phi3, gpt_neox, gptj, deepseek_v2, deepseek_v3,
+# gpt_oss, olmo and stablelm. Other types stay untied (the larger, conservative count).
+TIED_BY_DEFAULT_TYPES = (
+    frozenset(
+        {
+            "gemma",
+            "gemma2",
+            "gemma3",
+            "gemma3_text",
+            "opt",
+            "gpt2",
+            "bloom",
+            "falcon",
+            "mpt",
+            "starcoder2",
+            "gpt_bigcode",
+            "cohere",
+        }
+    )
+    | ENCODER_MODEL_TYPES
+)
+# Hybrid models whose config leaves layer_types out: every full_attention_interval-th layer is full attention, the
+# others linear attention (transformers Qwen3NextConfig: layer i is full iff (i + 1) % interval == 0).
+LINEAR_ATTENTION_INTERVAL_TYPES = frozenset(
+    {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
+)
 # Model types whose sliding window covers every layer.
 ALL_LAYER_WINDOW_TYPES = frozenset({"mistral", "mixtral", "phi3", "starcoder2"})
 
@@ -55,6 +93,11 @@ _CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "qk_nope_head_dim": ("qk_nope_head_dim",),
     "v_head_dim": ("v_head_dim",),
     "max_context_tokens": ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"),
+    "linear_num_key_heads": ("linear_num_key_heads",),
+    "linear_num_value_heads": ("linear_num_value_heads",),
+    "linear_key_head_dim": ("linear_key_head_dim",),
+    "linear_value_head_dim": ("linear_value_head_dim",),
+    "linear_conv_kernel_dim": ("linear_conv_kernel_dim",),
 }
 
 
@@ -144,14 +187,25 @@ def _sliding_window_layers(config: Mapping[str, Any], model_type: str, layers: i
     return 0  # the config does not say which layers use the window: count all as full attention (conservative)
 
 
+def _linear_attention_layers(config: Mapping[str, Any], model_type: str, layers: int) -> int:
+    """Layers whose mixer is linear attention: counted in layer_types, else from full_attention_interval."""
+    layer_types = config.get("layer_types")
+    if isinstance(layer_types, list):
+        return sum(1 for kind in layer_types if kind == "linear_attention")
+    if model_type in LINEAR_ATTENTION_INTERVAL_TYPES:
+        interval = _config_int(config, "linear_attention_layers", ("full_attention_interval",)) or 4
+        return layers - layers // interval
+    return 0
+
+
 def parse_hf_config(config: Mapping[str, Any]) -> ModelShape:
     """Read a Hugging Face config.json (already decoded) into a ModelShape; ShapeError names the field at fault."""
     if not isinstance(config, Mapping):
         raise shape_error(
             "config", gettext_noop("config.json must be a JSON object, got %(kind)s."), kind=type(config).__name__
         )
-    if "_class_name" in config and "_diffusers_version" in config:
-        raise shape_error("config", gettext_noop("Diffusers configs are not read; state the parameter count instead."))
+    if is_diffusers_config(config):
+        return parse_model_index(config)
     merged: dict[str, Any] = dict(config)
     text_config = config.get("text_config")
     if isinstance(text_config, Mapping):
@@ -201,10 +255,23 @@ def parse_hf_config(config: Mapping[str, Any]) -> ModelShape:
         sliding_window = None
     window_layers = _sliding_window_layers(merged, model_type, layers) if sliding_window else None
 
+    linear_layers = _linear_attention_layers(merged, model_type, layers)
+    linear: dict[str, Any] = {}
+    if linear_layers:
+        names = ("num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "conv_kernel_dim")
+        linear = {f"linear_{name}": values[f"linear_{name}"] for name in names}
+        linear["linear_attention_layers"] = linear_layers
+
     precision, double_quantisation = _config_precision(merged)
     encoder = architecture is Architecture.ENCODER
     position_embeddings = values["max_context_tokens"] if model_type in ENCODERS_WITH_LEARNED_POSITIONS else 0
+    if model_type in LEARNED_POSITION_DECODER_TYPES:
+        key, extra_rows = LEARNED_POSITION_DECODER_TYPES[model_type]
+        rows = _config_int(merged, "position_embeddings", (key,))
+        position_embeddings = rows + extra_rows if rows else 0
     token_types = _config_int(merged, "token_type_vocab_size", ("type_vocab_size",)) if encoder else None
+    gpt2_like = model_type in BIASED_LAYER_NORM_DECODER_TYPES
+    linear_biases = gpt2_like and _config_bool(merged, "enable_bias", True) and _config_bool(merged, "use_bias", True)
     return ModelShape(
         architecture=architecture,
         precision=precision,
@@ -219,6 +286,8 @@ def parse_hf_config(config: Mapping[str, Any]) -> ModelShape:
         tied_embeddings=_config_bool(merged, "tie_word_embeddings", model_type in TIED_BY_DEFAULT_TYPES),
         gated_ffn=not encoder and model_type not in NON_GATED_DECODER_TYPES,
         qkv_bias=_config_bool(merged, "attention_bias", model_type in {"qwen2", "qwen2_moe"}),
+        linear_biases=linear_biases,
+        layer_norm=gpt2_like,
         num_experts=values["num_experts"],
         num_experts_per_token=values["num_experts_per_token"],
         expert_ffn_size=values["expert_ffn_size"],
@@ -234,6 +303,7 @@ def parse_hf_config(config: Mapping[str, Any]) -> ModelShape:
         token_type_vocab_size=token_types or 0,
         pooler=model_type in ENCODERS_WITH_POOLER,
         **moe,
+        **linear,
     )
 
 

@@ -126,14 +126,34 @@ def _kv_bytes_per_layer_token(shape: ModelShape, kv_precision: Precision) -> tup
     )
 
 
+def _attention_layers(shape: ModelShape) -> int:
+    """Layers that keep a KV cache: all but the linear-attention ones."""
+    require(shape.num_layers, "num_layers", gettext_noop("the KV cache"))
+    return shape.attention_layer_count
+
+
 def kv_cache_bytes_per_token(shape: ModelShape, kv_precision: str | Precision | None = None) -> int:
-    """2·L·n_kv·d·bytes (MLA: L·(kv_lora_rank + rope_dim)·bytes) for one token at full attention; 0 without a cache."""
+    """2·L_attn·n_kv·d·bytes (MLA: L_attn·(kv_lora_rank + rope_dim)·bytes) for one token at full attention, over the
+    layers with softmax attention (linear-attention layers keep a fixed state instead); 0 without a cache."""
     if not has_kv_cache(shape):
         return 0
     precision = kv_cache_precision(shape.precision, kv_precision)  # type: ignore[arg-type]
-    layers = require(shape.num_layers, "num_layers", gettext_noop("the KV cache"))
+    layers = _attention_layers(shape)
     per_layer, _, _ = _kv_bytes_per_layer_token(shape, precision)
     return layers * per_layer
+
+
+def linear_state_bytes_per_session(shape: ModelShape) -> int:
+    """Recurrent state of the linear-attention layers for one session, whatever its context: L_linear · state
+    elements · bytes. vLLM keeps it in the model dtype (mamba_cache_dtype and mamba_ssm_cache_dtype "auto";
+    MambaStateDtypeCalculator.gated_delta_net_state_dtype), so fp32 models 4 bytes, everything else 2."""
+    if not has_kv_cache(shape) or not shape.linear_attention_layers:
+        return 0
+    return (
+        shape.linear_attention_layers
+        * shape.linear_state_elements_per_layer
+        * _activation_bytes(shape.precision)  # type: ignore[arg-type]
+    )
 
 
 def _round_up(tokens: int, block: int) -> int:
@@ -151,7 +171,7 @@ def kv_cache_bytes_per_request(
     if not has_kv_cache(shape):
         return 0
     precision = kv_cache_precision(shape.precision, kv_precision)  # type: ignore[arg-type]
-    layers = require(shape.num_layers, "num_layers", gettext_noop("the KV cache"))
+    layers = _attention_layers(shape)
     per_layer, _, _ = _kv_bytes_per_layer_token(shape, precision)
     window_layers = shape.window_layer_count
     full_tokens = _round_up(context_tokens, block_size_tokens)
@@ -205,7 +225,7 @@ def _kv_cache_term(shape: ModelShape, request: InferenceRequest) -> Term:
             {"architecture": shape.architecture.value},
         )
     precision = kv_cache_precision(shape.precision, request.kv_cache_precision)  # type: ignore[arg-type]
-    layers = require(shape.num_layers, "num_layers", gettext_noop("the KV cache"))
+    layers = _attention_layers(shape)
     per_layer, layer_formula, layer_inputs = _kv_bytes_per_layer_token(shape, precision)
     c, block, sessions, t = (
         request.p95_context_tokens,
@@ -228,6 +248,8 @@ def _kv_cache_term(shape: ModelShape, request: InferenceRequest) -> Term:
         tokens_formula = "L·⌈c/B⌉·B"
         window_inputs = {}
     formula = f"{tokens_formula}·{layer_formula}·sessions{split_formula}"
+    if shape.linear_attention_layers:
+        formula += "; L = layers with softmax attention (linear-attention layers keep a state instead)"
     inputs = {
         "L": layers,
         **layer_inputs,
@@ -240,6 +262,50 @@ def _kv_cache_term(shape: ModelShape, request: InferenceRequest) -> Term:
         "bytes per request": per_request,
     }
     return Term("kv_cache", math.ceil(per_request * sessions / kv_split), formula, inputs)
+
+
+def _linear_state_term(shape: ModelShape, request: InferenceRequest) -> Term:
+    """The fixed recurrent state of the linear-attention layers: per session, whatever the context; vLLM splits its
+    heads and convolution channels across the tensor-parallel ranks."""
+    per_session = linear_state_bytes_per_session(shape)
+    sessions, t = request.concurrent_sessions, request.tensor_parallel
+    value_heads = shape.linear_num_value_heads or 0
+    key_heads = shape.linear_num_key_heads or value_heads
+    return Term(
+        "linear_attention_state",
+        math.ceil(per_session * sessions / t),
+        "L_linear·(n_v·d_k·d_v + (2·n_k·d_k + n_v·d_v)·(K − 1))·bytes(act)·sessions/t",
+        {
+            "L_linear": shape.linear_attention_layers,
+            "n_v": value_heads,
+            "n_k": key_heads,
+            "d_k": shape.linear_key_head_dim or 0,
+            "d_v": shape.linear_value_head_dim or 0,
+            "K": shape.linear_conv_kernel_dim or 0,
+            "bytes(act)": _activation_bytes(shape.precision),  # type: ignore[arg-type]
+            "sessions": sessions,
+            "t": t,
+            "bytes per session": per_session,
+        },
+    )
+
+
+def pipeline_part_terms(shape: ModelShape) -> list[Term]:
+    """One weights term per model a media pipeline loads beside its denoiser ("weights:<component>"), each at its
+    own precision (the shape's when it states none) and whole on every GPU: pipelines shard only the denoiser."""
+    terms = []
+    for part in shape.pipeline_parts:
+        precision = normalise_precision(part.precision or shape.precision, "pipeline_parts")
+        per_parameter = bytes_per_parameter(precision)
+        terms.append(
+            Term(
+                f"weights:{part.name}",
+                math.ceil(part.params * per_parameter),
+                f"P_part·bytes({precision}) (whole on each GPU)",
+                {"part": part.name, "P_part": part.params, f"bytes({precision})": _fmt(per_parameter)},
+            )
+        )
+    return terms
 
 
 def _inference_activation_term(shape: ModelShape, request: InferenceRequest) -> Term:
@@ -285,8 +351,8 @@ def _inference_activation_term(shape: ModelShape, request: InferenceRequest) -> 
 
 
 def estimate_inference(shape: ModelShape, request: InferenceRequest) -> Breakdown:
-    """Per-GPU memory to serve: weights/t + KV(p95 context × sessions)/t + activation peak + CUDA context/runtime,
-    then the safety margin."""
+    """Per-GPU memory to serve: weights/t (+ the pipeline's other models, whole) + KV(p95 context × sessions)/t
+    (+ the linear-attention state × sessions/t) + activation peak + CUDA context/runtime, then the safety margin."""
     t = request.tensor_parallel
     check_tensor_parallel(shape, t)
     if shape.max_context_tokens is not None and request.p95_context_tokens > shape.max_context_tokens:
@@ -298,7 +364,12 @@ def estimate_inference(shape: ModelShape, request: InferenceRequest) -> Breakdow
         )
     terms = [
         weights_term(shape, divisor=t, divisor_formula="/t", divisor_inputs={"t": t}),
+        *pipeline_part_terms(shape),
         _kv_cache_term(shape, request),
+    ]
+    if linear_state_bytes_per_session(shape):
+        terms.append(_linear_state_term(shape, request))
+    terms += [
         _inference_activation_term(shape, request),
         runtime_term(request.cuda_context_bytes, request.runtime_overhead_bytes),
     ]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, NamedTuple
 
 from apps.workloads.memory.breakdown import InputValue
 from apps.workloads.memory.errors import check_int, gettext_noop, require, shape_error
@@ -46,7 +47,15 @@ SHAPE_LIMITS: dict[str, int] = {
     "max_context_tokens": 2**27,
     "position_embeddings": 2**27,
     "token_type_vocab_size": 1024,
+    "linear_attention_layers": 1024,
+    "linear_num_key_heads": 2048,
+    "linear_num_value_heads": 2048,
+    "linear_key_head_dim": 4096,
+    "linear_value_head_dim": 4096,
+    "linear_conv_kernel_dim": 64,
 }
+# Upper bound of the parts a media pipeline lists beside its denoiser (text encoders, VAE, image encoders).
+MAX_PIPELINE_PARTS = 16
 # Counts that may be zero (everything else in SHAPE_LIMITS is at least 1).
 ZERO_ALLOWED_FIELDS = frozenset(
     {
@@ -55,11 +64,69 @@ ZERO_ALLOWED_FIELDS = frozenset(
         "position_embeddings",
         "token_type_vocab_size",
         "sliding_window_layers",
+        "linear_attention_layers",
     }
 )
 # Stated and computed parameter counts may differ (vision towers, biases the shape does not model), but not by
 # more than this factor: beyond it the stated figure is almost surely in the wrong unit.
 STATED_PARAMS_MAX_RATIO = 2
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Pipeline parts (media pipelines: the text encoders and VAE beside the denoiser)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class PipelinePart(NamedTuple):
+    """One model a media pipeline loads beside its denoiser (a text encoder, the VAE): its component name, its
+    parameter count and its precision (None: the shape's). A NamedTuple, so a summary's `shape_extras` JSON keeps
+    it as a plain [name, params, precision] list."""
+
+    name: str
+    params: int
+    precision: str | None = None
+
+
+def _pipeline_part(value: Any) -> PipelinePart:
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(PipelinePart._fields))
+        if unknown:
+            raise shape_error(
+                "pipeline_parts", gettext_noop("Unknown pipeline part key %(key)r."), key=unknown[0]
+            )
+        value = (value.get("name"), value.get("params"), value.get("precision"))
+    if isinstance(value, str) or not isinstance(value, Sequence) or not 2 <= len(value) <= 3:
+        raise shape_error(
+            "pipeline_parts",
+            gettext_noop("A pipeline part is a name, a parameter count and an optional precision, got %(value)r."),
+            value=value,
+        )
+    name, params, *rest = value
+    if not isinstance(name, str) or not name.strip():
+        raise shape_error("pipeline_parts", gettext_noop("A pipeline part needs a name."))
+    check_int("pipeline_parts", params, maximum=SHAPE_LIMITS["params"])
+    precision = rest[0] if rest else None
+    if precision is not None:
+        precision = normalise_precision(precision, "pipeline_parts").value
+    return PipelinePart(name.strip(), params, precision)
+
+
+def normalise_pipeline_parts(value: Any) -> tuple[PipelinePart, ...]:
+    """Pipeline parts as PipelinePart tuples, from PipelinePart values, [name, params, precision] lists (JSON) or
+    {"name", "params", "precision"} objects; ShapeError names `pipeline_parts` when one is malformed."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise shape_error("pipeline_parts", gettext_noop("Pipeline parts must be a list."))
+    if len(value) > MAX_PIPELINE_PARTS:
+        raise shape_error(
+            "pipeline_parts", gettext_noop("At most %(count)s pipeline parts."), count=MAX_PIPELINE_PARTS
+        )
+    parts = tuple(_pipeline_part(item) for item in value)
+    names = [part.name for part in parts]
+    if len(set(names)) != len(names):
+        raise shape_error("pipeline_parts", gettext_noop("Pipeline part names must differ."))
+    return parts
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -86,6 +153,10 @@ class ModelShape:
     tied_embeddings: bool = False
     gated_ffn: bool | None = None  # SwiGLU-style gate + up + down; None: True for decoders, False for encoders
     qkv_bias: bool = False  # biases on q, k, v projections (Qwen2)
+    # Decoders built like GPT-2 / OPT: biases on every attention and FFN projection, LayerNorm (weight and bias)
+    # instead of RMSNorm. Encoders have both whatever these say.
+    linear_biases: bool = False
+    layer_norm: bool = False
     double_quantisation: bool = False  # NF4 only
     # Mixture of experts
     num_experts: int | None = None
@@ -104,10 +175,21 @@ class ModelShape:
     sliding_window: int | None = None
     sliding_window_layers: int | None = None  # layers using the window; None: all layers
     max_context_tokens: int | None = None
-    # Encoders (BERT-like): learned positions, token types, pooler
+    # Hybrid attention: layers whose mixer is linear attention (Qwen3-Next's Gated DeltaNet) keep a fixed recurrent
+    # state per session instead of a KV cache. State per layer: value heads × key dim × value dim, plus the causal
+    # convolution's last (kernel − 1) inputs of the q, k, v channels.
+    linear_attention_layers: int = 0
+    linear_num_key_heads: int | None = None  # None: linear_num_value_heads
+    linear_num_value_heads: int | None = None
+    linear_key_head_dim: int | None = None
+    linear_value_head_dim: int | None = None
+    linear_conv_kernel_dim: int | None = None  # None: no convolution state
+    # Learned position embeddings (BERT, GPT-2, OPT), and the encoders' token types and pooler
     position_embeddings: int = 0
     token_type_vocab_size: int = 0
     pooler: bool = False
+    # Media pipelines: the models loaded beside the denoiser (whose parameters are `params`)
+    pipeline_parts: tuple[PipelinePart, ...] = ()
 
     def __post_init__(self) -> None:
         try:
@@ -129,7 +211,16 @@ class ModelShape:
                 continue
             minimum = 0 if name in ZERO_ALLOWED_FIELDS else 1
             check_int(name, value, minimum=minimum, maximum=maximum)
-        for name in ("tied_embeddings", "gated_ffn", "qkv_bias", "double_quantisation", "pooler"):
+        object.__setattr__(self, "pipeline_parts", normalise_pipeline_parts(self.pipeline_parts))
+        for name in (
+            "tied_embeddings",
+            "gated_ffn",
+            "qkv_bias",
+            "linear_biases",
+            "layer_norm",
+            "double_quantisation",
+            "pooler",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise shape_error(
                     name, gettext_noop("Must be true or false, got %(value)r."), value=getattr(self, name)
@@ -212,7 +303,7 @@ class ModelShape:
 
     def _check_layers(self) -> None:
         layers = self.num_layers
-        for name in ("first_dense_layers", "sliding_window_layers"):
+        for name in ("first_dense_layers", "sliding_window_layers", "linear_attention_layers"):
             value = getattr(self, name)
             if value and layers is not None and value > layers:
                 raise shape_error(
@@ -223,6 +314,21 @@ class ModelShape:
                 )
         if self.sliding_window_layers is not None and self.sliding_window is None:
             raise shape_error("sliding_window", gettext_noop("Needed when sliding-window layers are given."))
+        if self.linear_attention_layers:
+            for name in ("linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim"):
+                require(getattr(self, name), name, gettext_noop("linear-attention layers"))
+            window_layers = self.sliding_window_layers or 0
+            if layers is not None and self.linear_attention_layers + window_layers > layers:
+                raise shape_error(
+                    "linear_attention_layers",
+                    gettext_noop(
+                        "%(linear)s linear-attention and %(window)s sliding-window layers exceed the %(layers)s "
+                        "layers."
+                    ),
+                    linear=self.linear_attention_layers,
+                    window=window_layers,
+                    layers=layers,
+                )
 
     def _check_stated_params(self) -> None:
         if self.params is not None and self.active_params is not None and self.active_params > self.params:
@@ -272,10 +378,34 @@ class ModelShape:
         return self.hidden_size // self.num_attention_heads
 
     @property
+    def attention_layer_count(self) -> int:
+        """Layers with softmax attention (full or windowed), the ones that keep a KV cache."""
+        return (self.num_layers or 0) - self.linear_attention_layers
+
+    @property
     def window_layer_count(self) -> int:
         if self.sliding_window is None:
             return 0
-        return (self.num_layers or 0) if self.sliding_window_layers is None else self.sliding_window_layers
+        return self.attention_layer_count if self.sliding_window_layers is None else self.sliding_window_layers
+
+    @property
+    def linear_state_elements_per_layer(self) -> int:
+        """Recurrent state of one linear-attention layer for one session, in elements: value heads × key dim × value
+        dim, plus the convolution state (2·key heads·key dim + value heads·value dim channels × (kernel − 1)). The
+        shapes vLLM allocates (MambaStateShapeCalculator.gated_delta_net_state_shape)."""
+        if not self.linear_attention_layers:
+            return 0
+        value_heads = self.linear_num_value_heads or 0
+        key_heads = self.linear_num_key_heads or value_heads
+        key_dim, value_dim = self.linear_key_head_dim or 0, self.linear_value_head_dim or 0
+        recurrent = value_heads * key_dim * value_dim
+        conv_channels = 2 * key_heads * key_dim + value_heads * value_dim
+        conv = conv_channels * max((self.linear_conv_kernel_dim or 1) - 1, 0)
+        return recurrent + conv
+
+    @property
+    def pipeline_part_params(self) -> int:
+        return sum(part.params for part in self.pipeline_parts)
 
 
 def check_tensor_parallel(shape: ModelShape, t: int) -> None:
@@ -349,7 +479,7 @@ def _attention_parameters_per_layer(shape: ModelShape) -> tuple[int, str, dict[s
     n_kv = shape.kv_heads or a
     count = h * a * d + 2 * h * n_kv * d + a * d * h
     formula = "h·a·d + 2·h·n_kv·d + a·d·h"
-    if shape.architecture is Architecture.ENCODER:
+    if _all_biases(shape):
         count += a * d + 2 * n_kv * d + h
         formula += " + a·d + 2·n_kv·d + h (biases)"
     elif shape.qkv_bias:
@@ -358,11 +488,31 @@ def _attention_parameters_per_layer(shape: ModelShape) -> tuple[int, str, dict[s
     return count, formula, {"h": h, "a": a, "n_kv": n_kv, "d": d}
 
 
+def _all_biases(shape: ModelShape) -> bool:
+    """Biases on every attention and FFN projection: encoders, and decoders built like GPT-2 / OPT."""
+    return shape.architecture is Architecture.ENCODER or shape.linear_biases
+
+
+def _linear_attention_parameters_per_layer(shape: ModelShape) -> tuple[int, str, dict[str, InputValue]]:
+    """A Gated DeltaNet layer (Qwen3-Next, transformers' Qwen3NextGatedDeltaNet): in_proj_qkvz h·(2·k + 2·v),
+    in_proj_ba h·2·n_v, depthwise conv (2·k + v)·K without bias, dt_bias and A_log (n_v each), the gated norm d_v,
+    out_proj v·h; k = n_k·d_k, v = n_v·d_v."""
+    h = shape.hidden_size or 0
+    n_v = shape.linear_num_value_heads or 0
+    n_k = shape.linear_num_key_heads or n_v
+    d_k, d_v = shape.linear_key_head_dim or 0, shape.linear_value_head_dim or 0
+    kernel = shape.linear_conv_kernel_dim or 0
+    k, v = n_k * d_k, n_v * d_v
+    count = h * (2 * k + 2 * v) + h * 2 * n_v + (2 * k + v) * kernel + 2 * n_v + d_v + v * h
+    formula = "h·(2k + 2v) + 2h·n_v + (2k + v)·K + 2n_v + d_v + v·h, k = n_k·d_k, v = n_v·d_v"
+    return count, formula, {"h": h, "n_k": n_k, "n_v": n_v, "d_k": d_k, "d_v": d_v, "K": kernel}
+
+
 def _ffn_parameters(shape: ModelShape, ffn: int) -> int:
     h = shape.hidden_size or 0
     matrices = 3 if shape.gated_ffn else 2
     count = matrices * h * ffn
-    if shape.architecture is Architecture.ENCODER:
+    if _all_biases(shape):
         count += ffn + h
     return count
 
@@ -384,26 +534,47 @@ def parameter_count(shape: ModelShape) -> ParameterCount:
 
     embedding = vocab * h
     embedding_formula = "V·h"
+    embedding_inputs: dict[str, InputValue] = {"V": vocab, "h": h}
     if encoder:
         embedding += (shape.position_embeddings + shape.token_type_vocab_size) * h
         embedding_formula = "(V + positions + token types)·h"
-    terms.append(
-        ParameterTerm(
-            "embedding",
-            embedding,
-            embedding_formula,
-            {"V": vocab, "h": h, "positions": shape.position_embeddings, "token types": shape.token_type_vocab_size}
-            if encoder
-            else {"V": vocab, "h": h},
-        )
-    )
+        embedding_inputs.update({"positions": shape.position_embeddings, "token types": shape.token_type_vocab_size})
+    elif shape.position_embeddings:  # learned positions of GPT-2 / OPT decoders
+        embedding += shape.position_embeddings * h
+        embedding_formula = "(V + positions)·h"
+        embedding_inputs["positions"] = shape.position_embeddings
+    terms.append(ParameterTerm("embedding", embedding, embedding_formula, embedding_inputs))
     head = 0 if (shape.tied_embeddings or encoder) else vocab * h
     if head:
         terms.append(ParameterTerm("output_head", head, "V·h (untied)", {"V": vocab, "h": h}))
 
     attention_per_layer, attention_formula, attention_inputs = _attention_parameters_per_layer(shape)
-    attention = layers * attention_per_layer
-    terms.append(ParameterTerm("attention", attention, f"L·({attention_formula})", {"L": layers, **attention_inputs}))
+    attention_layers = shape.attention_layer_count
+    attention = attention_layers * attention_per_layer
+    if shape.linear_attention_layers:
+        terms.append(
+            ParameterTerm(
+                "attention",
+                attention,
+                f"L_attn·({attention_formula})",
+                {"L_attn": attention_layers, **attention_inputs},
+            )
+        )
+        linear_per_layer, linear_formula, linear_inputs = _linear_attention_parameters_per_layer(shape)
+        linear = shape.linear_attention_layers * linear_per_layer
+        terms.append(
+            ParameterTerm(
+                "linear_attention",
+                linear,
+                f"L_linear·({linear_formula})",
+                {"L_linear": shape.linear_attention_layers, **linear_inputs},
+            )
+        )
+        attention += linear
+    else:
+        terms.append(
+            ParameterTerm("attention", attention, f"L·({attention_formula})", {"L": layers, **attention_inputs})
+        )
 
     matrices = 3 if shape.gated_ffn else 2
     dense_layers = layers if not shape.is_moe else min(shape.first_dense_layers, layers)
@@ -416,7 +587,7 @@ def parameter_count(shape: ModelShape) -> ParameterCount:
             ParameterTerm(
                 "ffn",
                 ffn_total,
-                f"L_dense·{matrices}·h·f" + (" + biases" if encoder else ""),
+                f"L_dense·{matrices}·h·f" + (" + biases" if _all_biases(shape) else ""),
                 {"L_dense": dense_layers, "h": h, "f": ffn},
             )
         )
@@ -449,8 +620,9 @@ def parameter_count(shape: ModelShape) -> ParameterCount:
         terms.append(ParameterTerm("router", router, "L_moe·h·E", {"L_moe": moe_layers, "h": h, "E": experts}))
         ffn_total += routed + shared
 
-    if encoder:
-        norms = layers * 2 * 2 * h + 2 * h  # LayerNorm (weight + bias) twice per layer, plus the embedding norm
+    if encoder or shape.layer_norm:
+        # LayerNorm (weight + bias) twice per layer, plus the embedding norm (encoders) or the final norm (decoders)
+        norms = layers * 2 * 2 * h + 2 * h
         norm_formula = "L·2·2h + 2h (LayerNorm weight and bias)"
     else:
         norms = layers * 2 * h + h  # RMSNorm before attention and FFN, plus the final norm

@@ -186,6 +186,72 @@ def test_config_values_and_extras_round_trip_through_a_summary():
     assert estimates.model_shape(summary(**values)) == shape
 
 
+def test_hybrid_attention_and_pipeline_parts_round_trip_through_a_summary_as_json():
+    """The linear-attention layers of Qwen3-Next and the parts of a FLUX pipeline live in shape_extras; saved as JSON
+    (pipeline parts become [name, params, precision] lists) they give back the same shape."""
+    qwen3_next = {
+        "model_type": "qwen3_next",
+        "hidden_size": 2048,
+        "num_hidden_layers": 48,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 2,
+        "head_dim": 256,
+        "full_attention_interval": 4,
+        "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128,
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32,
+        "linear_value_head_dim": 128,
+        "num_experts": 512,
+        "num_experts_per_tok": 10,
+        "moe_intermediate_size": 512,
+        "shared_expert_intermediate_size": 512,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+    }
+    flux = {
+        "_class_name": "FluxPipeline",
+        "_diffusers_version": "0.30.0.dev0",
+        "text_encoder": ["transformers", "CLIPTextModel"],
+        "text_encoder_2": ["transformers", "T5EncoderModel"],
+        "transformer": ["diffusers", "FluxTransformer2DModel"],
+        "vae": ["diffusers", "AutoencoderKL"],
+    }
+    for config in (qwen3_next, flux):
+        shape = parse_hf_config_json(json.dumps(config))
+        values = estimates.summary_values_from(shape)
+        values["shape_extras"] = json.loads(json.dumps(values["shape_extras"]))
+        assert estimates.model_shape(summary(**values)) == shape
+    assert estimates.shape_extras_from(parse_hf_config_json(json.dumps(qwen3_next)))["linear_attention_layers"] == 36
+
+
+def test_image_generation_with_a_flux_pipeline_counts_its_text_encoders_and_vae():
+    values = {
+        **estimates.summary_values_from(
+            parse_hf_config_json(
+                json.dumps(
+                    {
+                        "_class_name": "FluxPipeline",
+                        "_diffusers_version": "0.30.0.dev0",
+                        "text_encoder": ["transformers", "CLIPTextModel"],
+                        "text_encoder_2": ["transformers", "T5EncoderModel"],
+                        "transformer": ["diffusers", "FluxTransformer2DModel"],
+                        "vae": ["diffusers", "AutoencoderKL"],
+                    }
+                )
+            )
+        ),
+        "workload_type": "image_generation",
+        "image_width_px": 1024,
+        "image_height_px": 1024,
+    }
+    breakdown = estimates.plan_for(summary(**values)).breakdown()
+    assert breakdown.term("weights").size_bytes == 11_901_408_320 * 2
+    assert breakdown.term("weights:text_encoder_2").size_bytes == 4_762_310_656 * 2  # T5-XXL encoder in bf16
+    assert breakdown.term("weights:text_encoder").size_bytes == 123_060_480 * 2  # CLIP-L text tower
+    assert breakdown.term("weights:vae").size_bytes == 83_819_683 * 2
+
+
 def test_analysis_fits_each_gpu_and_answers_the_inverse_questions():
     plan = estimates.plan_for(summary(**REALTIME_READY_FIELDS))
     need = plan.breakdown().total_bytes

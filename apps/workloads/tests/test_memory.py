@@ -844,3 +844,243 @@ def test_every_term_an_estimate_produces_has_a_label(llama_3_8b):
         request = TrainingRequest(sequence_length=1024, method=method, recompute="full")
         names |= {term.name for term in estimate_training(llama_3_8b, request).terms}
     assert names <= set(TERM_LABELS)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Models people run: hybrid attention, media pipelines, tying defaults
+# --------------------------------------------------------------------------------------------------------------------
+
+# Qwen/Qwen3-Next-80B-A3B-Instruct config.json (the keys that matter; the release leaves layer_types out, so
+# transformers' Qwen3NextConfig makes every full_attention_interval-th layer full attention, the others Gated
+# DeltaNet linear attention).
+QWEN3_NEXT_80B_A3B_CONFIG = {
+    "architectures": ["Qwen3NextForCausalLM"],
+    "model_type": "qwen3_next",
+    "hidden_size": 2048,
+    "intermediate_size": 5120,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "full_attention_interval": 4,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_value_head_dim": 128,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "vocab_size": 151936,
+    "max_position_embeddings": 262144,
+    "tie_word_embeddings": False,
+    "use_sliding_window": False,
+    "torch_dtype": "bfloat16",
+}
+# facebook/opt-13b config.json: no tie_word_embeddings key (OPTConfig defaults it to True), ReLU FFN of ffn_dim,
+# biases everywhere (enable_bias defaults to True), LayerNorm, learned positions.
+OPT_13B_CONFIG = {
+    "_name_or_path": "facebook/opt-13b",
+    "architectures": ["OPTForCausalLM"],
+    "model_type": "opt",
+    "activation_function": "relu",
+    "do_layer_norm_before": True,
+    "ffn_dim": 20480,
+    "hidden_size": 5120,
+    "max_position_embeddings": 2048,
+    "num_attention_heads": 40,
+    "num_hidden_layers": 40,
+    "vocab_size": 50272,
+    "word_embed_proj_dim": 5120,
+    "torch_dtype": "float16",
+}
+# black-forest-labs/FLUX.1-dev model_index.json.
+FLUX_1_DEV_MODEL_INDEX = {
+    "_class_name": "FluxPipeline",
+    "_diffusers_version": "0.30.0.dev0",
+    "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"],
+    "text_encoder": ["transformers", "CLIPTextModel"],
+    "text_encoder_2": ["transformers", "T5EncoderModel"],
+    "tokenizer": ["transformers", "CLIPTokenizer"],
+    "tokenizer_2": ["transformers", "T5TokenizerFast"],
+    "transformer": ["diffusers", "FluxTransformer2DModel"],
+    "vae": ["diffusers", "AutoencoderKL"],
+}
+
+
+@pytest.fixture
+def qwen3_next() -> ModelShape:
+    return parse_hf_config(QWEN3_NEXT_80B_A3B_CONFIG)
+
+
+def test_qwen3_next_kv_cache_counts_only_its_12_full_attention_layers(qwen3_next):
+    """48 layers, every 4th full attention: 12 full + 36 Gated DeltaNet. KV per token = 12 layers · 2 (K and V) ·
+    2 KV heads · 256 head dim · 2 bytes = 24,576 bytes; counting all 48 layers (the old reading) gave 98,304."""
+    assert (qwen3_next.linear_attention_layers, qwen3_next.attention_layer_count) == (36, 12)
+    assert kv_cache_bytes_per_token(qwen3_next) == 12 * 2 * 2 * 256 * 2 == 24_576
+    assert kv_cache_bytes_per_token(replace(qwen3_next, linear_attention_layers=0)) == 4 * 24_576
+    assert kv_cache_bytes_per_request(qwen3_next, 1000) == 1008 * 24_576  # 1,000 tokens → 63 blocks of 16
+
+
+def test_qwen3_next_linear_layers_hold_a_fixed_state_per_session(qwen3_next):
+    """Each Gated DeltaNet layer keeps, per session, 32 value heads × 128 × 128 = 524,288 recurrent values plus the
+    convolution's last 3 inputs of 2·16·128 + 32·128 = 8,192 channels = 24,576: 548,864 values, 2 bytes each (bf16).
+    36 layers · 548,864 · 2 = 39,518,208 bytes per session, whatever the context."""
+    assert qwen3_next.linear_state_elements_per_layer == 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3 == 548_864
+    request = InferenceRequest(p95_context_tokens=32768, concurrent_sessions=8)
+    state = estimate_inference(qwen3_next, request).term("linear_attention_state")
+    assert state.size_bytes == 36 * 548_864 * 2 * 8 == 316_145_664
+    longer = estimate_inference(qwen3_next, replace(request, p95_context_tokens=65536))
+    assert longer.term("linear_attention_state").size_bytes == state.size_bytes
+    split = estimate_inference(qwen3_next, replace(request, tensor_parallel=2))
+    assert split.term("linear_attention_state").size_bytes == state.size_bytes // 2  # heads split across ranks
+    assert estimate_inference(qwen3_next, request).term("kv_cache").size_bytes == 32768 * 24_576 * 8
+
+
+def test_qwen3_next_layer_types_list_reads_like_the_interval(qwen3_next):
+    typed = parse_hf_config(
+        {**QWEN3_NEXT_80B_A3B_CONFIG, "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 12}
+    )
+    assert typed == qwen3_next
+
+
+def test_qwen3_next_has_its_published_80_billion_parameters(qwen3_next):
+    """Published: 80 B total (Qwen3-Next model card). Computed: 2 · 151,936 · 2,048 embeddings and head
+    (622,329,856) + 12 attention layers (2,048·4,096 + 2·2,048·512 + 4,096·2,048 = 18,874,368 each) + 36 Gated
+    DeltaNet layers (2,048·12,288 + 2·2,048·32 + 8,192·4 + 64 + 128 + 4,096·2,048 = 33,718,464 each) + 48 MoE
+    layers of 512 routed and 1 shared expert (3·2,048·512 each) + routers 48·2,048·512 + norms 48·2·2,048 + 2,048
+    = 79,573,623,552 (Qwen3-Next's output gate on the query, 12·2,048·4,096, is not modelled: 0.13 %)."""
+    count = parameter_count(qwen3_next)
+    terms = {term.name: term.count for term in count.terms}
+    assert terms["linear_attention"] == 36 * 33_718_464
+    assert terms["attention"] == 12 * 18_874_368
+    assert count.total == 79_573_623_552
+    assert round(billions(count.total)) == 80
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"linear_attention_layers": 24}, "linear_num_value_heads"),
+        (
+            {
+                "linear_attention_layers": 30,
+                "linear_num_value_heads": 32,
+                "linear_key_head_dim": 128,
+                "linear_value_head_dim": 128,
+                "sliding_window": 4096,
+                "sliding_window_layers": 8,
+            },
+            "linear_attention_layers",
+        ),
+        ({"linear_attention_layers": 33}, "linear_attention_layers"),
+    ],
+)
+def test_bad_hybrid_shapes_name_the_field(changes, field):
+    with pytest.raises(ShapeError) as excinfo:
+        ModelShape(**{**VALID_SHAPE, **changes})
+    assert excinfo.value.field == field
+
+
+def test_opt_13b_reads_as_tied_biased_with_learned_positions():
+    """OPT-13B has 12.85 B parameters (Zhang et al. 2022, OPT, table 1 lists 13B; the checkpoint holds 12.85 B).
+    Counted: tied embedding 50,272 · 5,120 = 257,392,640 + 2,050 learned positions (2,048 + OPT's offset of 2) ·
+    5,120 = 10,496,000 + 40 layers · (4·(5,120² + 5,120) attention + 2·5,120·20,480 + 20,480 + 5,120 ReLU FFN +
+    2·2·5,120 LayerNorms = 314,639,360) + 2·5,120 final LayerNorm = 12,853,473,280. The old reading (untied, no
+    biases or positions, RMSNorm) gave 13,098,112,000, +1.9 %."""
+    shape = parse_hf_config(OPT_13B_CONFIG)
+    assert shape.tied_embeddings is True
+    assert (shape.linear_biases, shape.layer_norm, shape.gated_ffn) == (True, True, False)
+    assert shape.position_embeddings == 2050
+    total = parameter_count(shape).total
+    assert total == 12_853_473_280
+    assert abs(total / 12.85e9 - 1) < 0.001
+    untied = parse_hf_config({**OPT_13B_CONFIG, "tie_word_embeddings": False})
+    assert parameter_count(untied).total == total + 50272 * 5120
+
+
+@pytest.mark.parametrize(
+    ("model_type", "tied"),
+    [
+        ("opt", True),
+        ("gpt2", True),
+        ("bloom", True),
+        ("falcon", True),
+        ("gemma", True),
+        ("llama", False),
+        ("mistral", False),
+        ("qwen2", False),
+        ("phi", False),
+        ("gpt_neox", False),
+    ],
+)
+def test_tying_defaults_follow_the_transformers_config_class(model_type, tied):
+    config = {key: value for key, value in LLAMA_3_8B_CONFIG.items() if key != "tie_word_embeddings"}
+    assert parse_hf_config({**config, "model_type": model_type}).tied_embeddings is tied
+
+
+def test_flux_1_dev_pipeline_memory_includes_its_text_encoders_and_vae():
+    """FLUX.1-dev in bf16 loads the 11,901,408,320-parameter transformer (23,802,816,640 bytes) and beside it CLIP-L
+    (123,060,480 → 246,120,960 bytes), the T5-XXL encoder (4,762,310,656 → 9,524,621,312 bytes) and the VAE
+    (83,819,683 → 167,639,366 bytes): 9,938,381,638 bytes more weights, 10 % more with the margin. The denoiser
+    alone (the old estimate) fits 32 GiB at one 1024² image; the whole pipeline does not."""
+    shape = parse_hf_config(FLUX_1_DEV_MODEL_INDEX)
+    assert shape.architecture is Architecture.DIFFUSION
+    assert shape.params == 11_901_408_320
+    assert [part.name for part in shape.pipeline_parts] == ["text_encoder", "text_encoder_2", "vae"]
+    request = InferenceRequest(p95_context_tokens=4096, concurrent_sessions=1, max_batched_tokens=2**24)
+    pipeline = estimate_inference(shape, request)
+    assert pipeline.term("weights").size_bytes == 23_802_816_640
+    assert pipeline.term("weights:text_encoder").size_bytes == 246_120_960
+    assert pipeline.term("weights:text_encoder_2").size_bytes == 9_524_621_312
+    assert pipeline.term("weights:vae").size_bytes == 167_639_366
+    denoiser_only = estimate_inference(replace(shape, pipeline_parts=()), request)
+    parts = 246_120_960 + 9_524_621_312 + 167_639_366
+    assert abs(pipeline.total_bytes - denoiser_only.total_bytes - parts * 1.1) <= 1  # margins round up
+    assert denoiser_only.total_bytes < 32 * GIB < pipeline.total_bytes
+
+
+def test_pipeline_parts_keep_their_own_precision_and_stay_whole_under_tensor_parallelism():
+    shape = ModelShape(
+        architecture="diffusion",
+        precision="fp8",
+        params=12_000_000_000,
+        hidden_size=3072,
+        ffn_size=12288,
+        num_attention_heads=24,
+        pipeline_parts=[["text_encoder_2", 4_762_310_656, "bf16"], {"name": "vae", "params": 83_819_683}],
+    )
+    request = InferenceRequest(p95_context_tokens=4096, concurrent_sessions=1, tensor_parallel=2)
+    breakdown = estimate_inference(shape, request)
+    assert breakdown.term("weights").size_bytes == 12_000_000_000 // 2  # fp8 denoiser split over 2 ranks
+    assert breakdown.term("weights:text_encoder_2").size_bytes == 4_762_310_656 * 2  # bf16, whole
+    assert breakdown.term("weights:vae").size_bytes == 83_819_683  # the shape's fp8
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        "vae",
+        [["vae"]],
+        [["vae", -1]],
+        [["vae", 10, "fp6"]],
+        [{"name": "vae", "params": 10, "dtype": "bf16"}],
+        [["vae", 10], ["vae", 20]],
+    ],
+)
+def test_bad_pipeline_parts_name_the_field(parts):
+    with pytest.raises(ShapeError) as excinfo:
+        ModelShape(architecture="diffusion", params=1000, pipeline_parts=parts)
+    assert excinfo.value.field == "pipeline_parts"
+
+
+def test_unknown_or_mismatched_diffusers_pipelines_are_refused():
+    with pytest.raises(ShapeError) as excinfo:
+        parse_hf_config({**FLUX_1_DEV_MODEL_INDEX, "_class_name": "StableDiffusion3Pipeline"})
+    assert "not a known pipeline" in excinfo.value.message
+    with pytest.raises(ShapeError) as excinfo:
+        parse_hf_config({**FLUX_1_DEV_MODEL_INDEX, "image_encoder": ["transformers", "SiglipVisionModel"]})
+    assert "image_encoder" in excinfo.value.message
