@@ -82,7 +82,7 @@ class ServiceModelSerializer(serializers.ModelSerializer):
 def team_from(serializer, validated) -> object:
     team = validated.pop("team", None) or getattr(serializer.context["request"], "active_team", None)
     if not team:
-        raise serializers.ValidationError({"team": _("Name one of your teams.")})
+        raise serializers.ValidationError({"team": [_("Name one of your teams.")]})
     return team
 
 
