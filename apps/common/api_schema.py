@@ -14,12 +14,16 @@ the error answers every operation can really give, with the bodies apps.common.a
 A view that declares a status itself (`@extend_schema(responses={400: …})`) keeps its body; where it differs from the
 shared one, the schema says the answer is either (`anyOf`).
 
+A URL field that may be blank is documented as such: `format: uri` or the empty string (a blank datasheet URL is
+sent as "", which is no URI).
+
 It also drops a path parameter that the operation's path does not have (a class-wide `@extend_schema(parameters=…)`
 would otherwise give a list a `{id}` it does not take).
 """
 
 from __future__ import annotations
 
+from django.core.exceptions import FieldDoesNotExist
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework.permissions import AllowAny
@@ -60,12 +64,41 @@ ERROR_DESCRIPTIONS = {
 }
 
 
+def _may_be_blank(field) -> bool:
+    """Whether a serializer field may hold "": it allows blank, or (read-only, where DRF drops allow_blank) the model
+    field it reads is blank=True."""
+    if getattr(field, "allow_blank", False):
+        return True
+    model = getattr(getattr(getattr(field, "parent", None), "Meta", None), "model", None)
+    if model is None or not isinstance(getattr(field, "source", None), str):
+        return False
+    try:
+        return model._meta.get_field(field.source).blank
+    except FieldDoesNotExist:
+        return False
+
+
+def _blank_uri(field, schema: dict) -> None:
+    if schema.get("format") == "uri" and _may_be_blank(field):
+        del schema["format"]
+        schema["anyOf"] = [{"format": "uri"}, {"maxLength": 0}]
+
+
 class AutoSchema(SpectacularAutoSchema):
     def _get_parameters(self):
         return [
             parameter for parameter in super()._get_parameters()
             if parameter.get("in") != "path" or f"{{{parameter['name']}}}" in self.path
         ]
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        _blank_uri(field, schema)
+        return schema
+
+    def _insert_field_validators(self, field, schema):
+        super()._insert_field_validators(field, schema)  # a URLValidator sets format: uri again
+        _blank_uri(field, schema)
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)

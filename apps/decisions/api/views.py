@@ -301,7 +301,10 @@ class RecordExportView(APIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("kind", OpenApiTypes.STR, OpenApiParameter.PATH, enum=["xlsx", "csv"])],
-        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+        responses={
+            (200, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"): OpenApiTypes.BINARY,
+            (200, "text/csv"): OpenApiTypes.BINARY,
+        },
     )
     def get(self, request, pk: int, kind: str):
         record = selectors.record_get(request.user, pk)

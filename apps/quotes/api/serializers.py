@@ -100,7 +100,7 @@ class PriceVersionSerializer(ServiceModelSerializer):
     quote = ScopedPrimaryKeyRelatedField(model=Quote)
     document = ScopedPrimaryKeyRelatedField(model=QuoteDocument, required=False, allow_null=True)
     currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
-    entered_by = serializers.StringRelatedField()
+    entered_by = serializers.StringRelatedField(allow_null=True)  # nobody, once the account is gone (SET_NULL)
     freshness = serializers.SerializerMethodField()
 
     class Meta:
@@ -135,7 +135,7 @@ class CostLineSerializer(ServiceModelSerializer):
     quote = ScopedPrimaryKeyRelatedField(model=Quote)
     candidate = ScopedPrimaryKeyRelatedField(model=Candidate, required=False, allow_null=True)
     currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
-    estimated_by = serializers.StringRelatedField()
+    estimated_by = serializers.StringRelatedField(allow_null=True)  # nobody, once the account is gone (SET_NULL)
     amount = serializers.SerializerMethodField()
     is_current = serializers.BooleanField(read_only=True)
 
@@ -217,7 +217,7 @@ class ChecklistAnswerSerializer(serializers.ModelSerializer):
     question = serializers.SlugRelatedField(slug_field="code", queryset=ChecklistQuestion.objects.filter(active=True))
     evidence_document = ScopedPrimaryKeyRelatedField(model=QuoteDocument, required=False, allow_null=True)
     status = serializers.ChoiceField(choices=AnswerStatus.choices)
-    answered_by = serializers.StringRelatedField()
+    answered_by = serializers.StringRelatedField(allow_null=True)  # nobody, once the account is gone (SET_NULL)
 
     class Meta:
         model = ChecklistAnswer
@@ -294,7 +294,7 @@ class QuoteSerializer(ServiceModelSerializer):
 
 class ExchangeRateSerializer(ServiceModelSerializer):
     team = TeamChoiceField()
-    entered_by = serializers.StringRelatedField()
+    entered_by = serializers.StringRelatedField(allow_null=True)  # nobody, once the account is gone (SET_NULL)
 
     class Meta:
         model = ExchangeRate

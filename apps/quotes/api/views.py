@@ -160,7 +160,8 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
             description=data.get("description", ""),
         )
 
-    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    # The file as uploaded: its media type is guessed from its name (application/pdf, …; else octet-stream).
+    @extend_schema(responses={(200, "*/*"): bytes})
     @action(detail=True, methods=["get"])
     def download(self, request, pk=None):
         document = self.get_object()
