@@ -98,3 +98,12 @@ def test_out_of_range_ids_are_a_documented_json_refusal(client, path, operation,
             assert set(body) == {"detail"} and isinstance(body["detail"], str), body
         else:
             assert isinstance(body, dict) and body, body
+
+
+@pytest.mark.django_db
+def test_a_url_no_route_takes_is_json_under_the_api_and_the_404_page_elsewhere(client):
+    """settings handler404 (apps.common.views.not_found): before it, /api/v1/comparisons/-1/ was the HTML page."""
+    api = client.get("/api/v1/comparisons/-1/")
+    assert (api.status_code, api["Content-Type"], api.json()) == (404, "application/json", {"detail": "Not found."})
+    page = client.get("/no-such-page/")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
