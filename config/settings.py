@@ -271,7 +271,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The error answers each operation can give are part of its schema (apps/common/api_schema.py).
+    "DEFAULT_SCHEMA_CLASS": "apps.common.api_schema.AutoSchema",
     "COERCE_DECIMAL_TO_STRING": True,
     # A service's ValidationError is a 400 in DRF's field-error shape, a Conflict a 409 (docs/api.md).
     "EXCEPTION_HANDLER": "apps.common.api_errors.exception_handler",

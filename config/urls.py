@@ -19,6 +19,9 @@ api_v1 = [
     path("benchmarks/", include("apps.benchmarks.api.urls")),
 ]
 
+# A 404 under /api/v1/ is JSON in the API's error shape, even for a URL no route takes (apps/common/views.py).
+handler404 = "apps.common.views.not_found"
+
 urlpatterns = [
     path("", common_views.home, name="home"),
     path("healthz", common_views.healthz, name="healthz"),

@@ -5,6 +5,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from apps.benchmarks.models import BenchmarkPlan, FigureMeasurement, Job, JobStatus, PlanStatus
+from apps.common.filters import IdFilter
 
 
 def _plans(request):
@@ -32,8 +33,8 @@ class PlanFilterSet(django_filters.FilterSet):
 
 
 class FigureMeasurementFilterSet(django_filters.FilterSet):
-    candidate = django_filters.NumberFilter(label=_("Candidate"), field_name="figure__candidate_id")
-    figure = django_filters.NumberFilter(label=_("Figure"), field_name="figure_id")
+    candidate = IdFilter(label=_("Candidate"), field_name="figure__candidate_id")
+    figure = IdFilter(label=_("Figure"), field_name="figure_id")
     rehearsal = django_filters.BooleanFilter(label=_("Rehearsal"))
 
     class Meta:

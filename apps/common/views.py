@@ -3,7 +3,9 @@ import hmac
 from django.conf import settings
 from django.http import JsonResponse
 from django.shortcuts import render
+from django.views import defaults
 from django.views.decorators.cache import never_cache
+from rest_framework.exceptions import NotFound
 
 from apps.accounts.decorators import login_not_required
 from apps.common.health import run_checks
@@ -42,3 +44,15 @@ def healthz(request):
 
 def home(request):
     return render(request, "home.html")
+
+
+#: The user API's prefix (config/urls.py): a URL under it that matches no route still answers in the API's shape.
+USER_API_PREFIX = "/api/v1/"
+
+
+def not_found(request, exception):
+    """settings handler404: under the user API a `{"detail": "Not found."}` JSON body, as DRF answers a missing object
+    (docs/api.md; an id that no route takes, such as /api/v1/comparisons/-1/); elsewhere the 404 page."""
+    if request.path.startswith(USER_API_PREFIX):
+        return JsonResponse({"detail": str(NotFound.default_detail)}, status=404)
+    return defaults.page_not_found(request, exception)

@@ -3,12 +3,13 @@
 import django_filters
 from django.utils.translation import gettext_lazy as _
 
+from apps.common.filters import IdFilter
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 
 
 class CandidateFigureFilterSet(django_filters.FilterSet):
-    candidate = django_filters.NumberFilter(label=_("Candidate"), field_name="candidate_id")
-    workload_summary = django_filters.NumberFilter(
+    candidate = IdFilter(label=_("Candidate"), field_name="candidate_id")
+    workload_summary = IdFilter(
         label=_("Workload summary version"), field_name="candidate__workload_summary_id"
     )
     metric = django_filters.ChoiceFilter(label=_("Figure"), choices=FigureMetric.choices)

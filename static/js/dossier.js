@@ -48,6 +48,14 @@
     var button = event.target.closest && event.target.closest("[data-print-page]");
     if (button) window.print();
   });
+  // A form marked data-send-changed-field tells its htmx check which field changed ("changed"): no eval, so the
+  // Content-Security-Policy needs no 'unsafe-eval'.
+  document.addEventListener("htmx:configRequest", function (event) {
+    var form = event.detail.elt;
+    if (!form.matches || !form.matches("form[data-send-changed-field]")) return;
+    var trigger = event.detail.triggeringEvent;
+    event.detail.parameters.changed = (trigger && trigger.target && trigger.target.name) || "";
+  });
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
   document.addEventListener("htmx:afterSwap", function (event) { enhance(event.target); });
 })();

@@ -18,6 +18,7 @@ from apps.accounts.permissions import HasAnyRole, ReadAnyRoleWritePlatform
 from apps.common.errors import DetailedValidationError
 from apps.comparison import exports, services
 from apps.comparison.api import serializers
+from apps.comparison.filters import MistakeWaiverFilterSet
 from apps.comparison.models import MistakeWaiver
 from apps.comparison.selectors import comparison_for, summary_get
 
@@ -62,13 +63,10 @@ class MistakeWaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mix
 
     serializer_class = serializers.MistakeWaiverSerializer
     permission_classes = [ReadAnyRoleWritePlatform]
+    filterset_class = MistakeWaiverFilterSet
 
     def get_queryset(self):
-        waivers = MistakeWaiver.objects.for_user(self.request.user).select_related("waived_by").order_by("pk")
-        candidate = self.request.query_params.get("candidate")
-        if candidate is not None:
-            waivers = waivers.filter(candidate_id=candidate) if candidate.isdigit() else waivers.none()
-        return waivers
+        return MistakeWaiver.objects.for_user(self.request.user).select_related("waived_by").order_by("pk")
 
     def perform_create(self, serializer):
         data = serializer.validated_data

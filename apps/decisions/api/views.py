@@ -171,6 +171,7 @@ class RecordViewSet(
     """Decision records. Create and update change drafts only; the rest of the lifecycle has its own endpoints."""
 
     permission_classes = [ReadAnyRoleWritePlatform]
+    error_statuses = (409,)  # a write to a record that is no longer a draft (apps.common.api_schema)
     filterset_class = RecordFilterSet
     ordering_fields = ["number", "created_at", "decided_at"]
     ordering = ["-number"]
@@ -190,10 +191,10 @@ class RecordViewSet(
         data = dict(write.validated_data)
         team = data.pop("team", None) or getattr(request, "active_team", None)
         if not team:
-            raise ValidationError({"team": _("Name one of your teams.")})
+            raise ValidationError({"team": [_("Name one of your teams.")]})
         summary = data.pop("workload_summary", None)
         if summary is None:
-            raise ValidationError({"workload_summary": _("This field is required.")})
+            raise ValidationError({"workload_summary": [_("This field is required.")]})
         record = services.record_create(actor=request.user, team=team, workload_summary=summary, **data)
         return Response(
             RecordDetailSerializer(record, context={"request": request}).data, status=status.HTTP_201_CREATED
@@ -208,13 +209,16 @@ class RecordViewSet(
         data = dict(write.validated_data)
         data.pop("team", None)
         if data.pop("workload_summary", None) not in (None, record.workload_summary):
-            raise ValidationError({"workload_summary": _("A record keeps its workload version; start a new one.")})
+            raise ValidationError(
+                {"workload_summary": [_("A record keeps its workload version; start a new one.")]}
+            )
         record = services.record_update(actor=request.user, record=record, **data)
         return Response(RecordDetailSerializer(record, context={"request": request}).data)
 
 
 class _RecordAction(APIView):
     permission_classes = [ReadAnyRoleWritePlatform]
+    error_statuses = (409,)  # the record's state forbids the step (apps.common.api_schema)
 
     def record(self, request, pk: int) -> DecisionRecord:
         return selectors.record_get(request.user, pk)
@@ -253,6 +257,7 @@ class RecordStageView(APIView):
     author. 409 when it is not that stage's turn or an input changed (the approvals are then withdrawn)."""
 
     permission_classes = [HasAnyRole]
+    error_statuses = (409,)  # not that stage's turn, or an input changed (apps.common.api_schema)
 
     @extend_schema(
         parameters=[OpenApiParameter("stage", OpenApiTypes.STR, OpenApiParameter.PATH, enum=StageKind.values)],
@@ -296,7 +301,10 @@ class RecordExportView(APIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("kind", OpenApiTypes.STR, OpenApiParameter.PATH, enum=["xlsx", "csv"])],
-        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+        responses={
+            (200, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"): OpenApiTypes.BINARY,
+            (200, "text/csv"): OpenApiTypes.BINARY,
+        },
     )
     def get(self, request, pk: int, kind: str):
         record = selectors.record_get(request.user, pk)

@@ -82,7 +82,7 @@ class ServiceModelSerializer(serializers.ModelSerializer):
 def team_from(serializer, validated) -> object:
     team = validated.pop("team", None) or getattr(serializer.context["request"], "active_team", None)
     if not team:
-        raise serializers.ValidationError({"team": _("Name one of your teams.")})
+        raise serializers.ValidationError({"team": [_("Name one of your teams.")]})
     return team
 
 
@@ -108,7 +108,7 @@ class PriceVersionSerializer(ServiceModelSerializer):
             "by this price in one transaction (both saved, or neither). Leave `document` empty then."
         ),
     )
-    entered_by = serializers.StringRelatedField()
+    entered_by = serializers.StringRelatedField(allow_null=True)  # nobody, once the account is gone (SET_NULL)
     freshness = serializers.SerializerMethodField()
 
     class Meta:
@@ -144,7 +144,7 @@ class CostLineSerializer(ServiceModelSerializer):
     quote = ScopedPrimaryKeyRelatedField(model=Quote)
     candidate = ScopedPrimaryKeyRelatedField(model=Candidate, required=False, allow_null=True)
     currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
-    estimated_by = serializers.StringRelatedField()
+    estimated_by = serializers.StringRelatedField(allow_null=True)  # nobody, once the account is gone (SET_NULL)
     amount = serializers.SerializerMethodField()
     is_current = serializers.BooleanField(read_only=True)
 
@@ -250,7 +250,7 @@ class ChecklistAnswerSerializer(serializers.ModelSerializer):
     question = serializers.SlugRelatedField(slug_field="code", queryset=ChecklistQuestion.objects.filter(active=True))
     evidence_document = ScopedPrimaryKeyRelatedField(model=QuoteDocument, required=False, allow_null=True)
     status = serializers.ChoiceField(choices=AnswerStatus.choices)
-    answered_by = serializers.StringRelatedField()
+    answered_by = serializers.StringRelatedField(allow_null=True)  # nobody, once the account is gone (SET_NULL)
 
     class Meta:
         model = ChecklistAnswer
@@ -335,7 +335,7 @@ class QuoteSerializer(ServiceModelSerializer):
 
 class ExchangeRateSerializer(ServiceModelSerializer):
     team = TeamChoiceField()
-    entered_by = serializers.StringRelatedField()
+    entered_by = serializers.StringRelatedField(allow_null=True)  # nobody, once the account is gone (SET_NULL)
 
     class Meta:
         model = ExchangeRate

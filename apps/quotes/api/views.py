@@ -235,7 +235,8 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
             description=data.get("description", ""),
         )
 
-    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    # The file as uploaded: its media type is guessed from its name (application/pdf, …; else octet-stream).
+    @extend_schema(responses={(200, "*/*"): bytes})
     @action(detail=True, methods=["get"])
     def download(self, request, pk=None):
         document = self.get_object()
@@ -337,6 +338,7 @@ class ComparisonView(APIView):
     """The comparison table of one team's quotes, in its reporting currency (the team by slug, else the active one)."""
 
     permission_classes = [HasAnyRole]
+    error_statuses = (404,)  # no such team of yours, or no active team (apps.common.api_schema)
 
     @extend_schema(responses=serializers.ComparisonRowSerializer(many=True))
     def get(self, request):
@@ -353,8 +355,11 @@ class ImportView(APIView):
 
     permission_classes = [ReadAnyRoleWritePlatform]
     parser_classes = [MultiPartParser, FormParser, JSONParser]
+    error_statuses = (404,)  # no active team (apps.common.api_schema)
 
-    @extend_schema(request=serializers.ImportUploadSerializer, responses=serializers.ImportReportSerializer)
+    # 201 when every row was imported, 400 with the same report when a row was refused (or the upload's own errors).
+    @extend_schema(request=serializers.ImportUploadSerializer,
+                   responses={201: serializers.ImportReportSerializer, 400: serializers.ImportReportSerializer})
     def post(self, request):
         upload = serializers.ImportUploadSerializer(data=request.data, context={"request": request})
         upload.is_valid(raise_exception=True)

@@ -48,8 +48,9 @@ class WorkloadSummarySerializer(serializers.ModelSerializer):
         required=False,
         help_text=_("A model's config.json (object or text): fills the model shape."),
     )
-    proposed_metric = serializers.CharField(read_only=True)
-    effective_metric = serializers.CharField(read_only=True)
+    # None until the workload type is known (WorkloadSummary.proposed_metric / effective_metric).
+    proposed_metric = serializers.CharField(read_only=True, allow_null=True)
+    effective_metric = serializers.CharField(read_only=True, allow_null=True)
     is_latest = serializers.BooleanField(read_only=True)
     newer_version = serializers.SerializerMethodField()
     missing_fields = serializers.SerializerMethodField()
