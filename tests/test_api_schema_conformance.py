@@ -53,11 +53,11 @@ def prober(team, settings):
 
 @pytest.fixture
 def auth_headers(prober):
-    """The one place that knows how an API client authenticates: today DRF's authtoken (swap here for API keys)."""
-    from rest_framework.authtoken.models import Token
+    """The one place that knows how an API client authenticates: a hashed API key, sent as `Token <key>`."""
+    from apps.accounts.api_keys import api_key_create
 
-    token, _ = Token.objects.get_or_create(user=prober)
-    return {"Authorization": f"Token {token.key}"}
+    _api_key, key = api_key_create(user=prober, name="schema conformance")
+    return {"Authorization": f"Token {key}"}
 
 
 @pytest.fixture
