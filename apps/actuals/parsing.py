@@ -127,7 +127,7 @@ class CellError:
         return f"{where}: {self.message}"
 
 
-class ActualsInvalid(ValueError):
+class ActualsInvalid(Exception):
     """The upload is refused as a whole; `errors` lists every problem found, in row order."""
 
     def __init__(self, errors: Iterable[CellError]):

@@ -59,7 +59,8 @@ class VersionSerializer(serializers.Serializer):
 
 
 def _exact(value):
-    return money.exact(value) if value is not None else None
+    """Exact and without trailing zeros (a stored 351.500000 is "351.5")."""
+    return money.exact(value.normalize()) if value is not None else None
 
 
 def actuals_data(user, record) -> dict:
@@ -174,17 +175,24 @@ class RecordActualsView(APIView):
         if not services.may_upload(request.user):
             raise PermissionDenied(_("Only the finance, platform and admin roles send actuals."))
         source = request.data.get("source", "")
-        upload = request.FILES.get("file") if hasattr(request, "FILES") else None
-        if upload is not None:
-            if upload.size > MAX_UPLOAD_BYTES:
-                raise ApiValidationError({"file": [_("The file is over %(size)s MB.")
-                                                   % {"size": MAX_UPLOAD_BYTES // (1024 * 1024)}]})
-            services.actuals_upload_file(actor=request.user, record=record, name=upload.name, content=upload.read(),
-                                         source=source)
-        elif "days" in request.data:
-            services.actuals_upload_items(actor=request.user, record=record, items=request.data.get("days"),
-                                          source=source)
-        else:
-            raise ApiValidationError({"days": [_("Send `days` (a JSON list) or `file` (a .csv or .xlsx sheet).")]})
+        upload = request.FILES.get("file")
+        try:
+            if upload is not None:
+                if upload.size > MAX_UPLOAD_BYTES:
+                    raise ApiValidationError({"file": [_("The file is over %(size)s MB.")
+                                                       % {"size": MAX_UPLOAD_BYTES // (1024 * 1024)}]})
+                services.actuals_upload_file(actor=request.user, record=record, name=upload.name,
+                                             content=upload.read(), source=source)
+            elif "days" in request.data:
+                services.actuals_upload_items(actor=request.user, record=record, items=request.data.get("days"),
+                                              source=source)
+            else:
+                raise ApiValidationError(
+                    {"days": [_("Send `days` (a JSON list) or `file` (a .csv or .xlsx sheet).")]}
+                )
+        except services.ActualsRejected as rejected:
+            # Answered here so that `errors` keeps its row numbers as numbers (DRF's errors are all text).
+            body = {field: list(messages) for field, messages in rejected.message_dict.items()}
+            return Response({**body, **rejected.details}, status=status.HTTP_400_BAD_REQUEST)
         record.refresh_from_db()
         return Response(actuals_data(request.user, record), status=status.HTTP_201_CREATED)

@@ -1,3 +1,3 @@
-"""The decision-record tests use the comparison tests' fixtures: the worked example, English by default."""
+"""The actuals tests build accepted records on the comparison tests' worked example, English by default."""
 
-from apps.comparison.tests.conftest import _english, example  # noqa: F401
+from apps.comparison.tests.conftest import _english  # noqa: F401
