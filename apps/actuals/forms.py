@@ -13,7 +13,7 @@ class ActualsUploadForm(forms.Form):
     source = forms.CharField(
         label=_("Source"),
         max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2}),
+        widget=forms.Textarea(attrs={"rows": 2, "translate": "no"}),
         help_text=_("Where the figures come from: the billing export, the observability query, the period."),
     )
 
