@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("agent_api",),
     ("comparison",),
     ("decisions",),
+    ("actuals",),
 ]
 LAYER_OF = {app: position for position, apps in enumerate(LAYERS) for app in apps}
 

@@ -28,6 +28,8 @@ PURE_MODULES = (
     "apps.catalog.catalog_csv",
     "apps.workloads.memory",
     "apps.workloads.memory.roofline",
+    "apps.actuals.parsing",
+    "apps.actuals.drift",
 )
 
 IMPORT_AND_REPORT = """

@@ -284,6 +284,12 @@ class RevisitReason(models.TextChoices):
     WORKLOAD_CHANGED = "workload_changed", _("The workload has a newer version")
     REVISIT_DATE = "revisit_date", _("The revisit date passed")
     PRICE_STALE = "price_stale", _("A cited price is stale")
+    ACTUAL_DRIFT = "actual_drift", _("The actual cost drifted from the decision")
+
+
+#: Reasons another app raises and clears itself through services.record_flag_raise / record_flag_clear (the actuals
+#: app, from the reported usage and cost); the beat task's refresh neither opens nor clears them.
+EXTERNAL_REASONS = frozenset({RevisitReason.ACTUAL_DRIFT})
 
 
 class RevisitFlag(models.Model):

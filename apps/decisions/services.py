@@ -28,6 +28,7 @@ from apps.benchmarks import services as benchmark_services
 from apps.common.errors import Conflict
 from apps.decisions import notifications, selectors
 from apps.decisions.models import (
+    EXTERNAL_REASONS,
     STAGE_ORDER,
     ApprovalStage,
     DecisionRecord,
@@ -671,7 +672,9 @@ def record_flags_refresh(
     findings = {(finding.reason, finding.subject): finding for finding in selectors.revisit_findings(record, now=now)}
     open_flags = {
         (flag.reason, flag.subject): flag
-        for flag in RevisitFlag.objects.select_for_update().filter(record=record, cleared_at__isnull=True)
+        for flag in RevisitFlag.objects.select_for_update()
+        .filter(record=record, cleared_at__isnull=True)
+        .exclude(reason__in=EXTERNAL_REASONS)
     }
     cleared = 0
     for key, flag in open_flags.items():
@@ -701,11 +704,81 @@ def record_flags_refresh(
         )
         notifications.notify(
             record=record,
-            recipients=[record.author, *record.deciders.all(), *record.consulted.all(), *record.informed.all()],
+            recipients=_revisit_audience(record),
             event="revisit_flagged",
             params={"count": len(opened), "reasons": [flag.reason for flag in opened]},
         )
     return len(opened), cleared
+
+
+def _revisit_audience(record: DecisionRecord) -> list:
+    """Who is told that a record should be revisited: its author, deciders, consulted and informed."""
+    return [record.author, *record.deciders.all(), *record.consulted.all(), *record.informed.all()]
+
+
+@transaction.atomic
+def record_flag_raise(
+    *, actor, record: DecisionRecord, reason: str, subject: str, details: dict, now: datetime.datetime | None = None
+) -> tuple[RevisitFlag, bool]:
+    """Open a revisit flag another app found (one of EXTERNAL_REASONS) on an accepted record, and tell the record's
+    people as for every other reason; when that flag is already open its details are brought up to date and nobody is
+    told again. Returns (flag, opened)."""
+    if reason not in EXTERNAL_REASONS:
+        raise ValueError(f"{reason!r} is raised by the beat task, not by another app")
+    current = _locked(record)
+    if current.status != RecordStatus.ACCEPTED:
+        raise RecordConflict(
+            _("Only an accepted record is flagged for a revisit; this record is %(status)s.")
+            % {"status": current.get_status_display()}
+        )
+    moment = now or timezone.now()
+    flag = RevisitFlag.objects.filter(
+        record=current, reason=reason, subject=subject, cleared_at__isnull=True
+    ).first()
+    if flag is not None:
+        if flag.details != details:
+            RevisitFlag.objects.filter(pk=flag.pk).update(details=details)
+            flag.details = details
+        return flag, False
+    flag = RevisitFlag.objects.create(
+        record=current, reason=reason, subject=subject, details=details, flagged_at=moment
+    )
+    record_change(
+        actor=actor,
+        instance=current,
+        action=Action.UPDATE,
+        after={"revisit_flags": [f"{flag.reason}:{flag.subject}"]},
+        message=_("To revisit: %(reasons)s.") % {"reasons": str(RevisitReason(flag.reason).label)},
+    )
+    notifications.notify(
+        record=current,
+        recipients=_revisit_audience(current),
+        event="revisit_flagged",
+        params={"count": 1, "reasons": [flag.reason]},
+    )
+    return flag, True
+
+
+@transaction.atomic
+def record_flag_clear(
+    *, actor, record: DecisionRecord, reason: str, subject: str, now: datetime.datetime | None = None
+) -> bool:
+    """Clear the open flag of another app's reason (it no longer holds). Returns whether one was open."""
+    if reason not in EXTERNAL_REASONS:
+        raise ValueError(f"{reason!r} is cleared by the beat task, not by another app")
+    cleared = RevisitFlag.objects.filter(
+        record=record, reason=reason, subject=subject, cleared_at__isnull=True
+    ).update(cleared_at=now or timezone.now())
+    if cleared:
+        record_change(
+            actor=actor,
+            instance=record,
+            action=Action.UPDATE,
+            before={"revisit_flags": [f"{reason}:{subject}"]},
+            after={"revisit_flags": []},
+            message=_("No longer to revisit: %(reasons)s.") % {"reasons": str(RevisitReason(reason).label)},
+        )
+    return bool(cleared)
 
 
 def records_flag_for_revisit(*, now: datetime.datetime | None = None) -> RevisitReport:

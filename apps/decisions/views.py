@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
+from apps.common import page_parts
 from apps.common.forms import add_service_errors
 from apps.comparison import display, exports
 from apps.decisions import notifications, selectors, services
@@ -225,6 +226,8 @@ def _record_context(request, record, *, stage_form: StageForm | None = None) -> 
         "can_author": services.may_author(request.user),
         "inputs_changed": inputs_changed,
         "hash_ok": record.snapshot_matches_hash() if record.is_frozen else None,
+        # What higher apps show on the record page (the actuals app: planned against actual).
+        "record_parts": page_parts.render("decisions.record.detail", request, record=record),
     }
 
 
@@ -264,6 +267,17 @@ def flag_text(flag) -> str:
              "observed_at": (details.get("observed_at") or "")[:10], "days": details.get("stale_after_days")}
     if flag.reason == "workload_changed":
         return _("The workload has version %(new_version)s; the record decided on version %(cited_version)s.") % details
+    if flag.reason == "actual_drift":
+        if details.get("drift_percent") is None:
+            return _(
+                "Actuals version %(version)s (%(first_day)s to %(last_day)s): %(spend)s %(currency)s spent with no "
+                "accepted output."
+            ) % {"version": "", "first_day": "", "last_day": "", "spend": "", "currency": "", **details}
+        return _(
+            "Actuals version %(version)s (%(first_day)s to %(last_day)s): %(actual)s %(currency)s per accepted output "
+            "against %(planned)s decided, %(drift)s %%; the team revisits beyond %(threshold)s %%."
+        ) % {"version": "", "first_day": "", "last_day": "", "actual": "", "planned": "", "currency": "",
+             **details, "drift": details.get("drift_percent"), "threshold": details.get("threshold_percent")}
     if flag.reason == "revisit_date":
         return _("The revisit date %(revisit_on)s has come.") % details
     return flag.get_reason_display()
