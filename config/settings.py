@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "apps.agent_api",
     "apps.comparison",
     "apps.decisions",
+    "apps.teams",
 ]
 
 MIDDLEWARE = [

@@ -16,6 +16,7 @@ api_v1 = [
     path("decisions/records/", include("apps.decisions.api.urls")),
     path("fleet/", include("apps.fleet.api.urls")),
     path("benchmarks/", include("apps.benchmarks.api.urls")),
+    path("teams/", include("apps.teams.api.urls")),
 ]
 
 urlpatterns = [
@@ -33,6 +34,7 @@ urlpatterns = [
     path("audit/", include("apps.audit.urls")),
     path("fleet/", include("apps.fleet.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
+    path("teams/", include("apps.teams.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
