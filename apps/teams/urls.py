@@ -8,7 +8,6 @@ app_name = "teams"
 
 urlpatterns = [
     path("", views.start, name="start"),
-    path("new/", views.team_create, name="create"),
     path("<int:pk>/", views.team_detail, name="detail"),
     path("<int:pk>/people/new/", views.person_create, name="person-create"),
     path("<int:pk>/people/add/", views.member_add, name="member-add"),

@@ -26,33 +26,28 @@ def _require_administration(request) -> None:
         raise PermissionDenied
 
 
-def start(request, *, team_form=None, status=200):
-    """The first-run page: the journey step by step, the teams one administers, and a new team when allowed."""
+def start(request):
+    """The first-run page: the journey step by step, the teams one administers, and (POST) a new team when allowed."""
     _require_administration(request)
     can_create_team = rules.may_create_team(request.user)
+    team_form = TeamForm(request.POST or None)
+    if request.method == "POST":
+        if not can_create_team:
+            raise PermissionDenied
+        if team_form.is_valid():
+            try:
+                team = services.team_create(actor=request.user, **team_form.cleaned_data)
+            except ValidationError as error:
+                add_service_errors(team_form, error)
+            else:
+                messages.success(request, _("Team %(team)s created.") % {"team": team.name})
+                return redirect("teams:detail", pk=team.pk)
     return render(request, "teams/start.html", {
         "overview": selectors.administration_overview(request.user),
         "can_create_team": can_create_team,
-        "team_form": team_form or TeamForm(),
+        "team_form": team_form,
         "is_superuser": rules.is_superuser(request.user),
-    }, status=status)
-
-
-@require_POST
-def team_create(request):
-    _require_administration(request)
-    if not rules.may_create_team(request.user):
-        raise PermissionDenied
-    form = TeamForm(request.POST)
-    if form.is_valid():
-        try:
-            team = services.team_create(actor=request.user, **form.cleaned_data)
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, _("Team %(team)s created.") % {"team": team.name})
-            return redirect("teams:detail", pk=team.pk)
-    return start(request, team_form=form, status=400)
+    }, status=400 if request.method == "POST" else 200)
 
 
 def _team_page(request, team, status=200, **forms):

@@ -78,9 +78,9 @@ class MembershipViewSet(
             return Membership.objects.none()
         return selectors.memberships_for_admin(self.request.user).filter(team_id=self.kwargs["team_pk"])
 
-    def list(self, request, *args, **kwargs):
-        self.team()  # 404 for a team one does not administer, even when it has no member to list
-        return super().list(request, *args, **kwargs)
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self.team()  # 404 for a team one does not administer, before the body is read or a list comes out empty
 
     def perform_create(self, serializer):
         data = serializer.validated_data
