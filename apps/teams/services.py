@@ -132,9 +132,11 @@ def person_create(
 def membership_add(*, actor, team: Team, person, roles: Iterable[str] | None = None) -> Membership:
     """Add an existing person to `team` (a team admin: only someone who already shares one of their teams)."""
     _require_administrator(actor, team)
-    if not rules.is_superuser(actor):
-        if person.is_superuser or not team_members_for_user(actor).filter(pk=person.pk).exists():
-            raise ValidationError({"user": _("No such person among the members of your teams.")})
+    visible = rules.is_superuser(actor) or (
+        not person.is_superuser and team_members_for_user(actor).filter(pk=person.pk).exists()
+    )
+    if not visible:
+        raise ValidationError({"user": _("No such person among the members of your teams.")})
     if Membership.objects.filter(team=team, user=person).exists():
         raise ValidationError({"user": _("%(person)s is already a member of %(team)s.")
                                % {"person": person.get_username(), "team": team.name}})

@@ -51,7 +51,9 @@ def test_the_new_person_logs_in_with_the_one_time_password_and_replaces_it(clien
     login = client.post(reverse("accounts:login"), {"username": "pia", "password": password})
     assert login.status_code == 302
     response = client.post(reverse("accounts:password-change"), {
-        "old_password": password, "new_password1": "a-much-longer-phrase-42", "new_password2": "a-much-longer-phrase-42",
+        "old_password": password,
+        "new_password1": "a-much-longer-phrase-42",
+        "new_password2": "a-much-longer-phrase-42",
     })
     assert response.status_code == 302
     assert User.objects.get(username="pia").check_password("a-much-longer-phrase-42")
