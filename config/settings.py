@@ -77,7 +77,8 @@ INSTALLED_APPS = [
     "apps.agent_api",
     "apps.comparison",
     "apps.decisions",
-      "apps.actuals",  # top layer: planned against actual, beside a decision record
+    "apps.actuals",  # top layer: planned against actual, beside a decision record
+    "apps.teams",  # top layer: team administration (people, roles, pools)
 ]
 
 MIDDLEWARE = [

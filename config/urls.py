@@ -18,6 +18,7 @@ api_v1 = [
     path("fleet/", include("apps.fleet.api.urls")),
     path("benchmarks/", include("apps.benchmarks.api.urls")),
     path("actuals/", include("apps.actuals.api.urls")),
+    path("teams/", include("apps.teams.api.urls")),
 ]
 
 # A 404 under /api/v1/ is JSON in the API's error shape, even for a URL no route takes (apps/common/views.py).
@@ -40,6 +41,7 @@ urlpatterns = [
     path("fleet/", include("apps.fleet.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("actuals/", include("apps.actuals.urls")),
+    path("teams/", include("apps.teams.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),

@@ -3,6 +3,7 @@
 from django.contrib.auth import get_user_model
 
 from apps.accounts.models import Team
+from apps.accounts.roles import Role
 
 
 def teams_for_user(user):
@@ -17,3 +18,16 @@ def teams_for_user(user):
 def team_members_for_user(user):
     """The people who share a team with a user (every member of every team for a superuser)."""
     return get_user_model().objects.filter(memberships__team__in=teams_for_user(user)).distinct()
+
+
+def team_admins(team):
+    """The members of `team` holding the admin role (superusers are not members, so they are not listed): the people
+    a member asks for a new agent pool, a user or a role."""
+    if team is None:
+        return get_user_model().objects.none()
+    return (
+        get_user_model()
+        .objects.filter(memberships__team=team, groups__name=Role.ADMIN, is_active=True)
+        .distinct()
+        .order_by("username")
+    )

@@ -9,4 +9,5 @@ urlpatterns = [
     path("logout/", views.logout_view, name="logout"),
     path("team/", views.team_switch, name="team-switch"),
     path("preferences/", views.preferences, name="preferences"),
+    path("password/", views.password_change, name="password-change"),
 ]

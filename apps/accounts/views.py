@@ -1,4 +1,4 @@
-"""Login, logout, the team switcher and the user's own preferences page."""
+"""Login, logout, the team switcher, the user's own preferences page and password change."""
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
@@ -17,6 +17,23 @@ from apps.accounts.selectors import teams_for_user
 
 login_view = login_not_required(auth_views.LoginView.as_view(redirect_authenticated_user=True))
 logout_view = role_not_required(auth_views.LogoutView.as_view())
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Change one's own password (a person created with a one-time password sets their own here)."""
+
+    template_name = "accounts/password_change.html"
+
+    def get_success_url(self):
+        return reverse("accounts:preferences")
+
+    def form_valid(self, form):
+        response = super().form_valid(form)  # keeps the session signed in (update_session_auth_hash)
+        messages.success(self.request, _("Your password was changed."))
+        return response
+
+
+password_change = PasswordChangeView.as_view()
 
 
 def _safe_next(request, fallback: str) -> str:

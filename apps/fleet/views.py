@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _lazy
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, has_role
+from apps.accounts.selectors import team_admins
 from apps.common.forms import add_service_errors
 from apps.fleet.filters import AgentFilterSet
 from apps.fleet.forms import AgentCommandForm, CandidateLinkForm, PoolForm, RegistrationTokenForm
@@ -51,9 +52,12 @@ def _offline_after() -> int:
 
 
 def pool_list(request):
+    can_manage_pools = has_role(request.user, Role.ADMIN)
     return render(request, "fleet/pool_list.html", {
         "pools": pools_for_user(request.user),
-        "can_manage_pools": has_role(request.user, Role.ADMIN),
+        "can_manage_pools": can_manage_pools,
+        # Who to ask for a pool: the admins of the team one works in (only worked out for those who cannot make one).
+        "pool_admins": [] if can_manage_pools else list(team_admins(request.active_team)),
         "form": PoolForm(),
     })
 

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class TeamsConfig(AppConfig):
+    name = "apps.teams"
+    label = "teams"
+    verbose_name = _("Team administration")
