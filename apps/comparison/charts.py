@@ -322,7 +322,7 @@ def hybrid_hours(comparison: Comparison) -> dict | None:
         position += float(block.hours)
     middles = [start + float(block.hours) / 2 for start, block in zip(starts, plan.blocks, strict=True)]
     widths = [float(block.hours) for block in plan.blocks]
-    labels = {part.part: option.parts[part.part].label for part in plan.parts}
+    labels = {part.part: option.parts[part.part].label for part in plan.used_parts}
     series = (
         ("reserved", _("Reserved base"), lambda block: block.base_outputs, COLORS["productive"]),
         ("on_demand", _("On-demand burst"), lambda block: block.burst_outputs, COLORS["platform_labor"]),
