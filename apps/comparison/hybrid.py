@@ -71,6 +71,9 @@ from apps.quotes.kinds import BillingModel, CandidateKind, PriceUnit
 #: The fixed cost columns a part brings (the phase-4 table's), paid once when the mix uses the part.
 FIXED_COLUMNS = ("storage_network", "platform_labor", "other_costs")
 RESERVED, ON_DEMAND, API = "reserved", "on_demand", "api"
+#: The most base units the search tries (it tries each whole number up to the peak's): beyond, a figure is surely
+#: mistyped (a capacity in the wrong unit), and the plan says so instead of searching for seconds.
+MAX_BASE_UNITS = 5000
 PARTS = (RESERVED, ON_DEMAND, API)
 
 
@@ -421,14 +424,16 @@ class HybridPlan:
 
 
 def _block_choice(rest: Decimal, hours: Decimal, windows: Decimal, on_demand: OnDemandPart | None,
-                  api: ApiPart | None) -> tuple[int, Decimal, Decimal] | None:
+                  api: ApiPart | None, run: Decimal | None = None) -> tuple[int, Decimal, Decimal] | None:
     """(burst units, burst outputs per hour, cost per period) of the cheapest way to serve `rest` per hour for
-    `hours` of each window; None when neither burst nor API is there to serve it."""
+    `hours` of each window; None when neither burst nor API is there to serve it. `run`: one burst unit's bill for
+    this block per period (computed once per block by the search)."""
     if rest == ZERO:
         return 0, ZERO, ZERO
     options = []
     if on_demand is not None and on_demand.serving > ZERO:
-        run = on_demand.billed_hours(hours) * on_demand.price_per_unit_hour * windows
+        if run is None:
+            run = _burst_run(on_demand, hours, windows)
         exact = rest / on_demand.serving
         counts = {_floor(exact), -_floor(-exact)} if api is not None else {-_floor(-exact)}
         for count in sorted(counts):
@@ -441,6 +446,37 @@ def _block_choice(rest: Decimal, hours: Decimal, windows: Decimal, on_demand: On
         return None
     cost, count, served = min(options, key=lambda option: (option[0], option[1]))
     return count, served, cost
+
+
+def _burst_run(on_demand: OnDemandPart, hours: Decimal, windows: Decimal) -> Decimal:
+    """One burst unit's bill per period for a block of `hours` in each window (one billed run per window)."""
+    return on_demand.billed_hours(hours) * on_demand.price_per_unit_hour * windows
+
+
+def _total(profile: DemandProfile, base_units: int, reserved: ReservedPart | None, on_demand: OnDemandPart | None,
+           api: ApiPart | None, runs: Sequence[Decimal | None]) -> Decimal | None:
+    """The total `_plan` reports, without building the plan: the search's inner loop (one per base count)."""
+    base_capacity = base_units * reserved.serving if reserved is not None else ZERO
+    burst = overflow = ZERO
+    bursting = False
+    for block, run in zip(profile.blocks, runs, strict=True):
+        rest = block.load - min(block.load, base_capacity)
+        choice = _block_choice(rest, block.hours, profile.windows, on_demand, api, run)
+        if choice is None:
+            return None
+        count, served, _cost = choice
+        if count:
+            burst += count * run
+            bursting = True
+        overflow += (rest - served) * block.hours
+    total = ZERO
+    if reserved is not None and base_units:
+        total += max(base_units * reserved.cost_per_unit, reserved.minimum_commitment) + reserved.fixed_total
+    if bursting:
+        total += max(burst, on_demand.minimum_commitment) + on_demand.fixed_total
+    if overflow > ZERO:
+        total += max(overflow * profile.windows * api.cost_per_output, api.minimum_commitment) + api.fixed_total
+    return total
 
 
 def _plan(profile: DemandProfile, base_units: int, reserved: ReservedPart | None, on_demand: OnDemandPart | None,
@@ -537,18 +573,28 @@ def cheapest_mix(
                 if base is None:
                     counts: Sequence[int] = (0,)
                 else:
-                    counts = range(1, -_floor(-profile.peak / base.serving) + 1 if profile.peak else 2)
+                    most = -_floor(-profile.peak / base.serving) if profile.peak else 1
+                    if most > MAX_BASE_UNITS:
+                        raise NormalizationError(base.id, "capacity_at_slo_per_gpu",
+                                                 f"the peak needs {most} base units, more than the {MAX_BASE_UNITS} "
+                                                 "the hybrid search tries: check the capacity's unit")
+                    # A base alone must hold the peak: only the peak's count serves; otherwise try every count.
+                    counts = range(most, most + 1) if len(subset) == 1 else range(1, most + 1)
+                burst = chosen[ON_DEMAND]
+                runs = [_burst_run(burst, block.hours, profile.windows) if burst is not None else None
+                        for block in profile.blocks]
                 for count in counts:
-                    found = _plan(profile, count, base, chosen[ON_DEMAND], chosen[API])
-                    if found is None:
+                    total = _total(profile, count, base, burst, chosen[API], runs)
+                    if total is None:
                         continue
-                    total, blocks, parts = found
-                    key = (total, sum(part.used for part in parts), count)
+                    key = (total, size, count)
                     if best is None or key < best[0]:
-                        best = (key, count, blocks, parts)
+                        best = (key, count, subset)
         if best is None:
             raise NormalizationError(None, "parts", "no mix of these parts serves the peak")
-        (total, _used, _count), base_units, blocks, parts = best
+        _key, base_units, subset = best
+        total, blocks, parts = _plan(profile, base_units, *(given[name] if name in subset else None
+                                                            for name in PARTS))
         # The plan reports every given part (unused ones at zero), in the order base, burst, API.
         named = {part.part: part for part in parts}
         parts = tuple(named.get(name) or PartCost(name, given[name].id, given[name].label, 0, 0, ZERO, ZERO, ZERO,

@@ -170,3 +170,13 @@ def test_a_single_part_is_no_hybrid():
     _rows, parts = parts_from_rows(demand, [reserved_input(), on_demand_input(), api_input()])
     with pytest.raises(cost_model.NormalizationError, match="at least two"):
         hybrid.cheapest_mix(ten_to_one_profile(demand), reserved=parts["reserved"])
+
+
+def test_a_peak_beyond_the_search_is_refused_naming_the_capacity():
+    """A capacity of 0.001 req/s per GPU: the 25.3 req/s peak needs 25,300 base GPUs, more than the 5,000 searched."""
+    demand = ten_to_one_demand()
+    candidates = [reserved_input(capacity_at_slo_per_gpu=D("0.001")), on_demand_input(), api_input()]
+    _rows, parts = parts_from_rows(demand, candidates)
+    with pytest.raises(cost_model.NormalizationError, match="25300 base units") as error:
+        hybrid.cheapest_mix(ten_to_one_profile(demand), **parts)
+    assert error.value.field == "capacity_at_slo_per_gpu"
