@@ -23,6 +23,7 @@ PURE_MODULES = (
     "apps.common.spreadsheet",
     "apps.quotes.kinds",
     "apps.comparison.cost_model",
+    "apps.comparison.hybrid",
     "apps.comparison.mistakes",
     "apps.benchmarks.rehearsal",
     "apps.catalog.catalog_csv",

@@ -308,6 +308,43 @@ def api_break_even(comparison: Comparison) -> dict | None:
     return {"data": data, "layout": layout}
 
 
+@escaped_figure
+def hybrid_hours(comparison: Comparison) -> dict | None:
+    """Which part of the hybrid plan serves each hour of a representative window: stacked bars, one per block of the
+    profile (as wide as its hours), of the accepted outputs per hour the base, the burst and the API serve."""
+    option = comparison.hybrid
+    if option is None:
+        return None
+    plan = option.plan
+    starts, position = [], 0.0
+    for block in plan.blocks:
+        starts.append(position)
+        position += float(block.hours)
+    middles = [start + float(block.hours) / 2 for start, block in zip(starts, plan.blocks, strict=True)]
+    widths = [float(block.hours) for block in plan.blocks]
+    labels = {part.part: option.parts[part.part].label for part in plan.used_parts}
+    series = (
+        ("reserved", _("Reserved base"), lambda block: block.base_outputs, COLORS["productive"]),
+        ("on_demand", _("On-demand burst"), lambda block: block.burst_outputs, COLORS["platform_labor"]),
+        ("api", _("API overflow"), lambda block: block.api_outputs, COLORS["failure_waste"]),
+    )
+    data = []
+    for part, name, amount, color in series:
+        if part not in labels:
+            continue
+        values = [_float(amount(block)) for block in plan.blocks]
+        legend = f"{name}: {labels[part]}"
+        data.append({
+            "type": "bar", "name": legend, "x": middles, "width": widths, "y": values, "marker": {"color": color},
+            "hovertemplate": "%{y:,.6g}<extra>" + chart_text(legend) + "</extra>",
+        })
+    layout = _layout(_("Hybrid plan: which part serves which hour"), barmode="stack",
+                     x_title=_("hours of a representative day, by load"),
+                     y_title=_("accepted outputs per hour"))
+    layout["xaxis"]["range"] = [0, position]
+    return {"data": data, "layout": layout}
+
+
 #: (chart id, builder); display.chart_titles() says what a chart needs when its builder returns None.
 CHARTS = (
     ("cost-breakdown", cost_breakdown),
@@ -318,6 +355,7 @@ CHARTS = (
     ("break-even-reserve", reserve_break_even),
     ("break-even-buy", buy_break_even),
     ("break-even-api", api_break_even),
+    ("hybrid-hours", hybrid_hours),
 )
 
 

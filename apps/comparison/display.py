@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from apps.common import money
 from apps.common.provenance import ProvenanceKind
 from apps.comparison import charts, cost_model
-from apps.comparison.selectors import CandidateResult, Comparison
+from apps.comparison.selectors import CandidateResult, Comparison, HybridNote, HybridOption
 from apps.evidence.display import SOURCE_LABELS, Badge, input_badge, reference_url
 from apps.evidence.models import FigureMetric
 
@@ -221,6 +221,84 @@ def training_table_rows(comparison: Comparison) -> list[TrainingTableRow]:
     return rows
 
 
+def hybrid_note_text(note: HybridNote, currency: str) -> str:
+    """A note of the hybrid row in the active language."""
+    params = note.params
+    code = note.code
+    if code == "profile":
+        return _("demand profile assumed: the peak of %(peak)s per hour for %(hours)s h of each %(window)s h window, "
+                 "%(base)s per hour the other hours (the workload states no hourly profile)") % {
+            "peak": _number(params["peak"]), "hours": _number(params["peak_hours"]),
+            "window": _number(params["window"]), "base": _number(params["base"])}
+    if code == "base":
+        return _("base: %(gpus)s GPUs of %(label)s, paid every hour") % params
+    if code == "burst":
+        return _("burst: up to %(gpus)s GPUs of %(label)s on demand, paid per used hour") % params
+    if code == "overflow":
+        return _("overflow: %(outputs)s accepted outputs per period to %(label)s") % {
+            "outputs": _number(params["outputs"]), "label": params["label"]}
+    if code == "unused":
+        return _("%(label)s is not used: the mix is cheaper without it") % params
+    if code == "reserve_break_even":
+        return _("reserving beats on demand for load needed more than %(hours)s hours a period (u* = %(share)s)") % {
+            "hours": _number(params["hours"]), "share": _number(params["utilisation"])}
+    if code == "burst_break_even":
+        return _("a burst GPU-hour beats the API above %(outputs)s accepted outputs") % {
+            "outputs": _number(params["outputs"])}
+    if code == "base_break_even":
+        return _("a base unit beats the API above %(outputs)s accepted outputs a period") % {
+            "outputs": _number(params["outputs"])}
+    if code == "unmeasured":
+        return _("uses an unmeasured part: %(labels)s (capacity not measured by a benchmark)") % params
+    if code == "versus_cheapest":
+        return _("%(saving)s %(currency)s per accepted output below the cheapest single candidate (%(label)s)") % {
+            "saving": _show(money.round_figure(params["saving"], money.FigureKind.UNIT_COST, currency)),
+            "currency": currency, "label": params["label"]}
+    if code == "not_cheaper":
+        return _("no cheaper than the cheapest single candidate (%(label)s)") % params
+    return note.text
+
+
+HYBRID_FIGURES = ("gpu_cost", "storage_network", "platform_labor", "other_costs", "failure_waste",
+                  "accepted_outputs", "effective_unit_cost")
+
+
+@dataclass
+class HybridTableRow:
+    """The hybrid row of the table: the mix's figures, its badges and its notes in the active language."""
+
+    option: HybridOption
+    badges: dict[str, list[Badge]]
+    notes: list[str]
+
+    @property
+    def plan(self):
+        return self.option.plan
+
+
+def hybrid_row(comparison: Comparison) -> HybridTableRow | None:
+    option = comparison.hybrid
+    if option is None:
+        return None
+    # Each source links to its own candidate's quote: the badges of each part's sources, merged by kind.
+    owners = {item: result.candidate.quote.get_absolute_url() for result in option.used_results
+              for items in result.row.provenance.values() for item in items}
+
+    def merged(name: str) -> list[Badge]:
+        by_kind: dict[str, list[Badge]] = {}
+        for item in option.provenance.get(name, ()):
+            by_kind.setdefault(str(item.kind), []).extend(badges((item,), owners.get(item, "")))
+        return [Badge(found[0].kind, found[0].label, "; ".join(dict.fromkeys(badge.title for badge in found)),
+                      next((badge.url for badge in found if badge.url), ""))
+                for kind in ProvenanceKind if (found := by_kind.get(kind))]
+
+    return HybridTableRow(
+        option=option,
+        badges={name: merged(name) for name in HYBRID_FIGURES},
+        notes=[hybrid_note_text(note, comparison.currency) for note in option.notes],
+    )
+
+
 def chart_titles() -> dict[str, str]:
     """What each chart shows, and what it needs when it cannot be drawn yet."""
     return {
@@ -232,6 +310,16 @@ def chart_titles() -> dict[str, str]:
         "break-even-reserve": _("Needs a reserved and an on-demand candidate."),
         "break-even-buy": _("Needs a purchase option and a GPU rental candidate."),
         "break-even-api": _("Needs a model/API route and a self-hosted candidate."),
+        "hybrid-hours": _("Needs two of a reserved or bought candidate, an on-demand candidate and an API route, "
+                          "for a workload with a peak to serve."),
+    }
+
+
+def chart_captions() -> dict[str, str]:
+    """A one-line caption under the charts that have one."""
+    return {
+        "hybrid-hours": _("Which part of the cheapest mix serves each hour of a representative day: the reserved "
+                          "base, on-demand burst, then the API route for the overflow."),
     }
 
 
@@ -239,7 +327,9 @@ def chart_list(comparison: Comparison) -> list[dict]:
     missing = chart_titles()
     if comparison.is_training:
         inference_only = _("Computed for inference and media workloads, which are compared per accepted output.")
-        for chart_id in ("sensitivity", "break-even-reserve", "break-even-buy", "break-even-api"):
+        for chart_id in ("sensitivity", "break-even-reserve", "break-even-buy", "break-even-api", "hybrid-hours"):
             missing[chart_id] = inference_only
-    return [{"id": chart_id, "element_id": f"{chart_id}-data", "figure": figure, "missing": missing[chart_id]}
+    captions = chart_captions()
+    return [{"id": chart_id, "element_id": f"{chart_id}-data", "figure": figure, "missing": missing[chart_id],
+             "caption": captions.get(chart_id, "")}
             for chart_id, figure in charts.all_charts(comparison).items()]

@@ -32,7 +32,7 @@ from openpyxl.utils import get_column_letter
 
 from apps.common import money, spreadsheet
 from apps.comparison import cost_model
-from apps.comparison.selectors import CandidateResult, Comparison
+from apps.comparison.selectors import HYBRID_ID, CandidateResult, Comparison, HybridOption
 from apps.evidence.models import FigureMetric
 from apps.quotes.kinds import BillingModel
 
@@ -166,6 +166,46 @@ def _problem_data(problem) -> dict:
     return {**problem.to_dict(), "candidate_id": _id(problem.candidate_id)}
 
 
+def hybrid_data(option: HybridOption | None) -> dict | None:
+    """The hybrid row JSON-ready: the mix's figures (exact) with `display`, its parts (with the candidate ids they come
+    from), the profile, which part serves each block of it, the break-even points, notes and provenance."""
+    if option is None:
+        return None
+    plan = option.plan
+    currency = option.currency
+    figures = {name: getattr(plan, name) for name in (
+        "billed_compute", "gpu_cost", "productive_capacity", "idle_capacity", "failure_waste", "storage_network",
+        "platform_labor", "other_costs", "total_cost", "accepted_outputs", "effective_unit_cost", "api_outputs")}
+    break_even = dataclasses.asdict(plan.break_even)
+    profile = plan.profile
+    return {
+        "id": HYBRID_ID,
+        "label": option.label,
+        "currency": currency,
+        **_exact_figures(figures),
+        "base_gpus": plan.base_gpus,
+        "burst_gpus": plan.burst_gpus,
+        "display": _display_figures(figures, currency),
+        "parts": [
+            {"part": part.part, "candidate_id": _id(part.id), "label": part.label, "used": part.used,
+             "units": part.units, "gpus": part.gpus, "capacity_measured": part.capacity_measured,
+             **_exact_figures({"outputs": part.outputs, "billed": part.billed, "waste": part.waste,
+                               **{name: part.fixed_costs.get(name, Decimal(0)) if part.used else Decimal(0)
+                                  for name in ("storage_network", "platform_labor", "other_costs")}})}
+            for part in plan.parts
+        ],
+        "unmeasured_parts": list(option.unmeasured),
+        "profile": {"shape": profile.shape, **_exact_figures({
+            "windows": profile.windows, "window_hours": profile.window_hours, "peak_hours": profile.peak_hours,
+            "peak": profile.peak, "mean": profile.mean})},
+        "blocks": [_exact_figures(dataclasses.asdict(block)) for block in plan.blocks],
+        "break_even": {**_exact_figures(break_even), "display": _display_figures(break_even, currency, QUANTITY)},
+        "notes": [{"code": note.code, "params": _exact_figures(dict(note.params)), "text": note.text}
+                  for note in option.notes],
+        "provenance": {name: [item.to_dict() for item in items] for name, items in option.provenance.items()},
+    }
+
+
 def comparison_data(comparison: Comparison) -> dict:
     """Everything the page shows, JSON-ready: exact decimals as strings, every figure with its provenance."""
     summary = comparison.summary
@@ -240,6 +280,8 @@ def comparison_data(comparison: Comparison) -> dict:
                 "api_vs_self_host_tokens_per_month": money.shown(break_even.api_tokens_per_month, QUANTITY),
             },
         },
+        "hybrid": hybrid_data(comparison.hybrid),
+        "hybrid_problem": comparison.hybrid_problem,
     }
 
 
@@ -331,7 +373,28 @@ def comparison_csv(comparison: Comparison) -> str:
             _provenance_text(row), "", "", row.unit, row.billed_compute, row.time_to_answer_hours,
             _rehearsals_text(result),
         ]])
+    if comparison.hybrid is not None:
+        writer.writerow(_hybrid_csv_line(comparison.hybrid))
     return buffer.getvalue()
+
+
+def _hybrid_csv_line(option: HybridOption) -> list:
+    """The hybrid row's line: `candidate_id` "hybrid", kind "hybrid", commercial model "mix"; its GPUs the base and the
+    most burst GPUs; the columns a mix has no figure for are empty."""
+    plan = option.plan
+    values = {
+        "candidate_id": HYBRID_ID, "label": option.label, "kind": "hybrid", "commercial_model": "mix",
+        "currency": option.currency, "gpus": plan.base_gpus + plan.burst_gpus, "gpu_cost": plan.gpu_cost,
+        "productive_capacity": plan.productive_capacity, "idle_capacity": plan.idle_capacity,
+        "storage_network": plan.storage_network, "platform_labor": plan.platform_labor,
+        "other_costs": plan.other_costs, "failure_waste": plan.failure_waste, "total_cost": plan.total_cost,
+        "accepted_outputs": plan.accepted_outputs, "effective_unit_cost": plan.effective_unit_cost,
+        "notes": " | ".join(note.text for note in option.notes),
+        "provenance": "; ".join(f"{name}={item.kind}({item.reference or f'{item.by}: {item.why}'})"
+                                for name, items in option.provenance.items() for item in items),
+        "billed_compute": plan.billed_compute,
+    }
+    return [spreadsheet.safe_cell(_plain(values.get(header, ""))) for header in CSV_HEADERS]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -743,6 +806,51 @@ def _problems_sheet(workbook, comparison: Comparison) -> None:
                     "; ".join(item["reasons"]), "rehearsal — not a GPU measurement"]))
 
 
+HYBRID_SHEET = "Hybrid plan"
+
+
+def _hybrid_sheet(workbook, option: HybridOption) -> None:
+    """The hybrid plan as exact values (the mix is a search, not a formula): its parts, which part serves each block
+    of the profile, its totals and break-even points. The candidates' own rows stay on the Comparison sheet."""
+    plan = option.plan
+    sheet = workbook.create_sheet(HYBRID_SHEET)
+    bold = Font(bold=True)
+
+    def heading(*cells):
+        sheet.append([_cell_value(cell) for cell in cells])
+        for cell in sheet[sheet.max_row]:
+            cell.font = bold
+
+    def line(*cells):
+        sheet.append([_cell_value(cell) for cell in cells])
+
+    heading("hybrid plan", option.label)
+    heading("part", "candidate id", "candidate", "used", "units", "GPUs", "accepted outputs per period",
+            "billed", "retry and failure waste", "capacity measured")
+    for part in plan.parts:
+        line(part.part, part.id, part.label, part.used, part.units, part.gpus, part.outputs, part.billed, part.waste,
+             part.capacity_measured)
+    sheet.append([])
+    profile = plan.profile
+    heading("profile", profile.shape, "windows per period", "window hours")
+    line("", "", profile.windows, profile.window_hours)
+    heading("block hours", "load per hour", "base per hour", "burst units", "burst per hour", "API per hour",
+            "billed hours per burst unit and run")
+    for block in plan.blocks:
+        line(block.hours, block.load, block.base_outputs, block.burst_units, block.burst_outputs, block.api_outputs,
+             block.burst_billed_hours)
+    sheet.append([])
+    heading("figure", "value")
+    for name in ("billed_compute", "gpu_cost", "productive_capacity", "idle_capacity", "failure_waste",
+                 "storage_network", "platform_labor", "other_costs", "total_cost", "accepted_outputs",
+                 "effective_unit_cost"):
+        line(name, getattr(plan, name))
+    for name, value in dataclasses.asdict(plan.break_even).items():
+        line(name, value)
+    for note in option.notes:
+        line("note", note.text)
+
+
 def _training_xlsx(comparison: Comparison) -> bytes:
     workbook = Workbook()
     input_fill = PatternFill("solid", fgColor="FFF6D5")
@@ -857,6 +965,8 @@ def comparison_xlsx(comparison: Comparison) -> bytes:
                       cached_lines)
     table.freeze_panes = "C2"
     _problems_sheet(workbook, comparison)
+    if comparison.hybrid is not None:
+        _hybrid_sheet(workbook, comparison.hybrid)
 
     buffer = io.BytesIO()
     workbook.save(buffer)

@@ -21,7 +21,7 @@ from apps.benchmarks.measurements import counts_as_measured
 from apps.common import decimals, work_units
 from apps.common.provenance import ProvenanceKind
 from apps.common.work_units import Conversion, WorkUnit
-from apps.comparison import cost_model, mistakes
+from apps.comparison import cost_model, hybrid, mistakes
 from apps.comparison.models import MistakeWaiver
 from apps.evidence.models import CandidateFigure, FigureMetric, FigureSource
 from apps.quotes import checklist_data, kinds
@@ -377,6 +377,9 @@ class Comparison:
     sensitivity_problem: str = ""
     break_even: BreakEven = field(default_factory=BreakEven)
     training: TrainingPlan | None = None
+    #: The cheapest mix of a base, burst and an API route (hybrid_option_for); never a candidate of the database.
+    hybrid: HybridOption | None = None
+    hybrid_problem: str = ""
 
     @property
     def is_training(self) -> bool:
@@ -1116,6 +1119,7 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
         comparison.break_even = break_even(comparison)
     except cost_model.NormalizationError:
         comparison.break_even = BreakEven()
+    comparison.hybrid, comparison.hybrid_problem = hybrid_option_for(comparison)
     return comparison
 
 
@@ -1172,3 +1176,180 @@ def _training_rows(summary, plan: TrainingPlan, results: list[CandidateResult], 
             rate = D(1) if run.currency == currency else by_currency[run.currency]
             result.training_hourly_price = run.price_per_gpu_hour * rate
     return rates
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The hybrid plan: a candidate of its own, made of the other candidates' rows
+
+HYBRID_ID = "hybrid"
+#: The profile's window: a day of operation; the summary's peak holds for this many hours of it (apps/comparison/
+#: hybrid.py: the flattest two-level profile that holds the stated peak, the summary stating no hourly profile).
+HYBRID_PEAK_HOURS = D(1)
+HYBRID_BY = "hybrid plan"
+
+
+@dataclass(frozen=True)
+class HybridNote:
+    """A remark on the hybrid row: a stable `code` (the page translates it) and its parameters."""
+
+    code: str
+    params: dict
+
+    @property
+    def text(self) -> str:
+        return HYBRID_NOTE_TEXTS[self.code].format(**self.params)
+
+
+HYBRID_NOTE_TEXTS = {
+    "profile": "demand profile assumed: the peak {peak} per hour for {peak_hours} h of each {window} h window, "
+               "{base} per hour the other hours (the workload states no hourly profile)",
+    "base": "base: {gpus} GPUs of {label}, paid every hour",
+    "burst": "burst: up to {gpus} GPUs of {label} on demand, paid per used hour",
+    "overflow": "overflow: {outputs} accepted outputs per period to {label}",
+    "unused": "{label} is not used: the mix is cheaper without it",
+    "reserve_break_even": "reserving beats on demand for load needed more than {hours} hours a period "
+                          "(u* = {utilisation})",
+    "burst_break_even": "a burst GPU-hour beats the API above {outputs} accepted outputs",
+    "base_break_even": "a base unit beats the API above {outputs} accepted outputs a period",
+    "unmeasured": "uses an unmeasured part: {labels} (capacity not measured by a benchmark)",
+    "versus_cheapest": "{saving} per accepted output below the cheapest single candidate ({label})",
+    "not_cheaper": "no cheaper than the cheapest single candidate ({label})",
+}
+
+
+@dataclass
+class HybridOption:
+    """The hybrid row: the plan, the candidates its parts come from (part name → result), where its figures come
+    from (the parts' rows, the demand and the assumed profile) and its notes."""
+
+    plan: hybrid.HybridPlan
+    parts: dict[str, CandidateResult]
+    provenance: dict[str, tuple[cost_model.Provenance, ...]]
+    notes: list[HybridNote]
+    unmeasured: list[str]
+    currency: str
+    label: str = ""
+
+    id = HYBRID_ID
+
+    @property
+    def used_results(self) -> list[CandidateResult]:
+        return [self.parts[part.part] for part in self.plan.used_parts]
+
+
+def _hybrid_parts(comparison: Comparison, demand: cost_model.Demand, peak: Decimal):
+    """The cheapest candidate of each kind of part, per unit of capacity (base, burst) or per accepted output (API),
+    as hybrid parts built from its row."""
+    choices: dict[str, tuple] = {}
+    for result in comparison.rows:
+        given, row = result.candidate_input, result.row
+        rate = _rate_of(comparison, given.currency)
+        measured = result.measured(FigureMetric.CAPACITY_AT_SLO) is not None
+        model = given.commercial_model
+        if model in (kinds.BillingModel.RESERVED, kinds.BillingModel.PURCHASE):
+            name = hybrid.RESERVED
+            part = hybrid.reserved_part(demand, given, row, rate=rate, peak=peak, capacity_measured=measured)
+            key = part.cost_per_unit / part.serving
+        elif model is kinds.BillingModel.ON_DEMAND:
+            name = hybrid.ON_DEMAND
+            part = hybrid.on_demand_part(demand, given, row, rate=rate, peak=peak, capacity_measured=measured)
+            key = part.price_per_unit_hour / part.serving
+        elif model is kinds.BillingModel.API:
+            name, part = hybrid.API, hybrid.api_part(given, row, rate=rate)
+            key = part.cost_per_output
+        else:
+            continue
+        if name not in choices or (key, result.candidate.pk) < choices[name][0]:
+            choices[name] = ((key, result.candidate.pk), part, result)
+    return {name: (part, result) for name, (_key, part, result) in choices.items()}
+
+
+def hybrid_option_for(comparison: Comparison) -> tuple[HybridOption | None, str]:
+    """The hybrid row of an inference comparison with at least two of a reserved or bought base, an on-demand
+    candidate and an API route, and a peak to serve (work sized by its volume runs only as long as it takes: no
+    mix to make). (None, why) otherwise; a bad input says why instead of raising."""
+    demand = comparison.demand
+    if demand is None or comparison.is_training or comparison.unit_mismatches or demand.billed_by_use:
+        return None, ""
+    fleet_inputs = [result.candidate_input for result in comparison.rows if result.is_fleet]
+    try:
+        with cost_model.localcontext(cost_model.DECIMAL_CONTEXT):
+            peak = hybrid.peak_outputs_per_hour(demand, fleet_inputs) if fleet_inputs else None
+            if peak is None:
+                return None, ""
+            chosen = _hybrid_parts(comparison, demand, peak)
+            if len(chosen) < 2:
+                return None, ""
+            summary = comparison.summary
+            # The window is a day of operation: 24 h always on, else the summary's operating hours per day.
+            window = D(24)
+            if summary.operating_mode != OperatingMode.ALWAYS_ON and summary.hours_per_day:
+                window = min(window, D(summary.hours_per_day))
+            profile = hybrid.two_level_profile(
+                accepted_outputs=demand.accepted_outputs, peak_per_hour=peak, operating_hours=demand.operating_hours,
+                window_hours=window, peak_hours=HYBRID_PEAK_HOURS,
+            )
+            plan = hybrid.cheapest_mix(profile, accepted_outputs=demand.accepted_outputs,
+                                       **{name: part for name, (part, _result) in chosen.items()})
+    except cost_model.NormalizationError as error:
+        return None, str(error)
+    results = {name: result for name, (_part, result) in chosen.items()}
+    return _hybrid_option(comparison, plan, results), ""
+
+
+def _hybrid_option(comparison: Comparison, plan: hybrid.HybridPlan, results: dict[str, CandidateResult]
+                   ) -> HybridOption:
+    demand = comparison.demand
+    profile = plan.profile
+    used = [results[part.part] for part in plan.used_parts]
+    assumed = cost_model.Provenance.estimated(
+        HYBRID_BY, f"two-level demand profile: the peak for {profile.peak_hours} h of each {profile.window_hours} h "
+                   "window, the rest spread evenly (the workload summary states no hourly profile)")
+    demand_sources = [demand.provenance[name] for name in ("accepted_outputs", "peak_rate", "operating_hours")
+                      if name in demand.provenance]
+
+    def sources(*names: str) -> tuple[cost_model.Provenance, ...]:
+        found = [item for result in used for name in names for item in result.row.provenance.get(name, ())]
+        return tuple(dict.fromkeys(found))
+
+    provenance = {name: sources(name) for name in ("gpu_cost", "storage_network", "platform_labor", "other_costs",
+                                                     "failure_waste", "hourly_price", "notes")}
+    provenance["gpu_cost"] = tuple(dict.fromkeys((*provenance["gpu_cost"], *demand_sources, assumed)))
+    provenance["accepted_outputs"] = tuple(dict.fromkeys(demand_sources[:1]))
+    provenance["effective_unit_cost"] = tuple(dict.fromkeys(
+        item for name in ("gpu_cost", "storage_network", "platform_labor", "other_costs", "failure_waste",
+                          "accepted_outputs") for item in provenance[name]))
+
+    notes: list[HybridNote] = []
+    if len(profile.blocks) == 2:
+        notes.append(HybridNote("profile", {"peak": profile.blocks[0].load, "peak_hours": profile.peak_hours,
+                                            "window": profile.window_hours, "base": profile.blocks[1].load}))
+    for part in plan.parts:
+        label = results[part.part].label
+        if not part.used:
+            notes.append(HybridNote("unused", {"label": label}))
+        elif part.part == hybrid.RESERVED:
+            notes.append(HybridNote("base", {"gpus": part.gpus, "label": label}))
+        elif part.part == hybrid.ON_DEMAND:
+            notes.append(HybridNote("burst", {"gpus": part.gpus, "label": label}))
+        else:
+            notes.append(HybridNote("overflow", {"outputs": part.outputs, "label": label}))
+    figures = plan.break_even
+    if figures.reserve_utilisation is not None:
+        notes.append(HybridNote("reserve_break_even", {"hours": figures.reserve_hours,
+                                                       "utilisation": figures.reserve_utilisation}))
+    if figures.burst_outputs_per_hour is not None:
+        notes.append(HybridNote("burst_break_even", {"outputs": figures.burst_outputs_per_hour}))
+    if figures.base_outputs_vs_api is not None:
+        notes.append(HybridNote("base_break_even", {"outputs": figures.base_outputs_vs_api}))
+    unmeasured = [results[part.part].label for part in plan.unmeasured_parts]
+    if unmeasured:
+        notes.append(HybridNote("unmeasured", {"labels": ", ".join(unmeasured)}))
+    cheapest = comparison.cheapest
+    if cheapest is not None:
+        saving = cheapest.row.effective_unit_cost - plan.effective_unit_cost
+        notes.append(HybridNote("versus_cheapest", {"saving": saving, "label": cheapest.label}) if saving > 0
+                     else HybridNote("not_cheaper", {"label": cheapest.label}))
+    label = " + ".join(results[part.part].label for part in plan.used_parts)
+    return HybridOption(plan=plan, parts=results, provenance=provenance, notes=notes, unmeasured=unmeasured,
+                        currency=comparison.currency, label=label)

@@ -29,6 +29,7 @@ def _comparison_context(request, pk: int) -> dict:
         "comparison": comparison,
         "rows": display.table_rows(comparison),
         "training_rows": display.training_table_rows(comparison),
+        "hybrid": display.hybrid_row(comparison),
         "charts": display.chart_list(comparison),
         "can_write": can_write(request.user),
     }

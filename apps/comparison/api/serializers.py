@@ -149,6 +149,60 @@ class BreakEvenSerializer(serializers.Serializer):
     display = _display()
 
 
+class HybridPartSerializer(serializers.Serializer):
+    part = serializers.CharField(help_text='"reserved" (a reserved or bought base), "on_demand" (burst) or "api".')
+    candidate_id = serializers.IntegerField(help_text="The candidate whose row the part is made of.")
+    label = serializers.CharField()
+    used = serializers.BooleanField(help_text="False: the cheapest mix does without this part.")
+    units = serializers.IntegerField(help_text="Base units, or the most burst units running at once.")
+    gpus = serializers.IntegerField()
+    capacity_measured = serializers.BooleanField(help_text="False: the part's capacity is not measured.")
+    outputs = _exact(help_text="Accepted outputs per period the part serves.")
+    billed = _exact(help_text="The part's bill per period (minimum-commitment top-up included).")
+    waste = _exact()
+
+
+class HybridBreakEvenSerializer(serializers.Serializer):
+    reserve_utilisation = _exact(allow_null=True, help_text="u*: reserving beats on demand above this share of the "
+                                                            "operating hours.")
+    reserve_hours = _exact(allow_null=True, help_text="u* × operating hours per period.")
+    burst_outputs_per_hour = _exact(allow_null=True, help_text="A burst unit-hour beats the API above this many "
+                                                               "accepted outputs.")
+    base_outputs_vs_api = _exact(allow_null=True, help_text="A base unit beats the API above this many accepted "
+                                                            "outputs per period.")
+    display = _display()
+
+
+class HybridSerializer(serializers.Serializer):
+    """The hybrid plan: the cheapest mix of a reserved or bought base, on-demand burst and an API route, made of the
+    candidates' rows (apps/comparison/hybrid.py). Not a database candidate: its `id` is the string "hybrid"."""
+
+    id = serializers.CharField(help_text='Always "hybrid".')
+    label = serializers.CharField()
+    currency = serializers.CharField()
+    billed_compute = _exact()
+    gpu_cost = _exact()
+    idle_capacity = _exact()
+    failure_waste = _exact()
+    total_cost = _exact()
+    accepted_outputs = _exact()
+    effective_unit_cost = _exact()
+    api_outputs = _exact(help_text="Accepted outputs per period sent to the API route.")
+    base_gpus = serializers.IntegerField()
+    burst_gpus = serializers.IntegerField()
+    display = _display()
+    parts = HybridPartSerializer(many=True)
+    unmeasured_parts = serializers.ListField(child=serializers.CharField(),
+                                             help_text="Labels of the used parts whose capacity is not measured.")
+    profile = serializers.DictField(help_text="The assumed demand profile: shape, windows, window hours, peak, mean.")
+    blocks = serializers.ListField(child=serializers.DictField(),
+                                   help_text="Per block of the profile: hours, load, and the base, burst and API "
+                                             "outputs per hour.")
+    break_even = HybridBreakEvenSerializer()
+    notes = serializers.ListField(child=serializers.DictField())
+    provenance = serializers.DictField(child=serializers.ListField(child=serializers.DictField()))
+
+
 class ComparisonSerializer(serializers.Serializer):
     """The comparison of a workload version (documentation of exports.comparison_data())."""
 
@@ -165,3 +219,5 @@ class ComparisonSerializer(serializers.Serializer):
     mistakes = MistakeSerializer(many=True)
     sensitivity = SensitivitySerializer()
     break_even = BreakEvenSerializer()
+    hybrid = HybridSerializer(allow_null=True, help_text="null: fewer than two kinds of part, or no peak to serve.")
+    hybrid_problem = serializers.CharField(help_text="Why no hybrid plan could be made from these inputs, if so.")
