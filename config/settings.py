@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "apps.benchmarks",
     "apps.agent_api",
     "apps.comparison",
+    "apps.budgets",
     "apps.decisions",
 ]
 

@@ -14,6 +14,7 @@ api_v1 = [
     path("evidence/", include("apps.evidence.api.urls")),
     path("comparisons/", include("apps.comparison.api.urls")),
     path("decisions/records/", include("apps.decisions.api.urls")),
+    path("budgets/", include("apps.budgets.api.urls")),
     path("fleet/", include("apps.fleet.api.urls")),
     path("benchmarks/", include("apps.benchmarks.api.urls")),
 ]
@@ -30,6 +31,7 @@ urlpatterns = [
     path("evidence/", include("apps.evidence.urls")),
     path("comparison/", include("apps.comparison.urls")),
     path("decisions/records/", include("apps.decisions.urls")),
+    path("budgets/", include("apps.budgets.urls")),
     path("audit/", include("apps.audit.urls")),
     path("fleet/", include("apps.fleet.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
