@@ -24,6 +24,8 @@ PURE_MODULES = (
     "apps.quotes.kinds",
     "apps.comparison.cost_model",
     "apps.comparison.mistakes",
+    "apps.budgets.check",
+    "apps.budgets.tags",
     "apps.benchmarks.rehearsal",
     "apps.catalog.catalog_csv",
     "apps.workloads.memory",
