@@ -56,9 +56,10 @@ def policy_of(team) -> check.Policy:
     return policy.rules() if policy is not None else check.Policy()
 
 
-def team_has_budgets(team) -> bool:
-    """Whether a proposal of this team must name a cost centre (it has a budget or a policy)."""
-    return Budget.objects.filter(team=team).exists() or BudgetPolicy.objects.filter(team=team).exists()
+def cost_centre_required(team) -> bool:
+    """Whether a proposal of this team must name a cost centre: its policy blocks records over their budget (so a
+    record cannot pass by naming none). Under a warning policy a record without one is proposed unchecked."""
+    return BudgetPolicy.objects.filter(team=team, mode=check.Mode.BLOCK).exists()
 
 
 # ---------------------------------------------------------------------------------------------------------------

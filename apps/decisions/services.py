@@ -310,7 +310,7 @@ def _set_budget_fields(record: DecisionRecord, cost_centre, tags) -> None:
                 {"tags": _("Tags are short slugs (letters, digits, hyphens), at most %(count)s: %(tag)s is not one.")
                  % {"count": MAX_TAGS, "tag": str(error)}}
             ) from None
-    if record.cost_centre_id is None and budget_selectors.team_has_budgets(record.team):
+    if record.cost_centre_id is None and budget_selectors.cost_centre_required(record.team):
         raise ValidationError({"cost_centre": _("Choose the cost centre whose budget this record spends.")})
 
 

@@ -96,9 +96,11 @@ def test_over_the_budget_blocks_under_a_blocking_policy_and_warns_under_a_warnin
     assert result.counted == (record.reference,)
 
 
-def test_a_team_with_budgets_must_name_a_cost_centre_and_one_without_is_unchanged(team, other_team):
+def test_under_a_blocking_policy_a_proposal_must_name_one_of_the_teams_cost_centres(team, other_team):
     setup = build.draft(team, choose="a")
-    budget(team)
+    finance = finance_member(team)
+    budget(team, actor=finance)
+    services.policy_set(actor=finance, team=team, mode="block")
     with pytest.raises(record_services.ValidationError) as refused:
         record_services.record_propose(actor=setup.people.author, record=setup.record)
     assert "cost_centre" in refused.value.message_dict
