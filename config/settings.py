@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "apps.benchmarks",
     "apps.agent_api",
     "apps.comparison",
+    "apps.budgets",
     "apps.decisions",
     "apps.actuals",  # top layer: planned against actual, beside a decision record
     "apps.teams",  # top layer: team administration (people, roles, pools)

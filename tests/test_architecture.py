@@ -2,7 +2,7 @@
 two modules or apps import each other in a circle.
 
     base (common, accounts, audit) → catalog → workloads → quotes → evidence → fleet → benchmarks → agent_api
-    → comparison → decisions → teams
+    → comparison → budgets → decisions → actuals → teams
 
 Every import counts, function-local ones included, and so do the hidden references: a dotted "apps.x…" string (an
 `include()`, a handler path), a template that includes, extends or loads a tag library of another app. A higher app
@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("benchmarks",),
     ("agent_api",),
     ("comparison",),
+    ("budgets",),
     ("decisions",),
     ("actuals",),
     ("teams",),

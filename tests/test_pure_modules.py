@@ -25,6 +25,8 @@ PURE_MODULES = (
     "apps.comparison.cost_model",
     "apps.comparison.hybrid",
     "apps.comparison.mistakes",
+    "apps.budgets.check",
+    "apps.budgets.tags",
     "apps.benchmarks.rehearsal",
     "apps.catalog.catalog_csv",
     "apps.workloads.memory",

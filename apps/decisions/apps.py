@@ -16,3 +16,8 @@ class DecisionsConfig(AppConfig):
         price_version_committed.connect(
             services.on_price_version_committed, dispatch_uid="decisions-flag-records-on-price-version"
         )
+        # Budgets sits below decisions too: it counts the accepted records through the source registered here.
+        from apps.budgets import spend
+        from apps.decisions import selectors
+
+        spend.register_source(selectors.committed_records)

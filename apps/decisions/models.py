@@ -94,6 +94,18 @@ The considered options are the candidates of the workload version (all of them, 
         blank=True,
         help_text=_("Besides expired quotes, changed prices, a new workload version and the date, checked daily."),
     )
+    cost_centre = models.ForeignKey(
+        "budgets.CostCentre",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="decision_records",
+        verbose_name=_("cost centre"),
+        help_text=_("Chosen when the record is proposed; its budget is checked then."),
+    )
+    tags = models.JSONField(
+        _("tags"), default=list, blank=True, help_text=_("Slugs finance groups spend by, e.g. inference, eu-west.")
+    )
     deciders = models.ManyToManyField(
         settings.AUTH_USER_MODEL, related_name="+", blank=True, verbose_name=_("deciders")
     )

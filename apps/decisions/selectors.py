@@ -21,6 +21,8 @@ from django.utils import timezone
 from apps.accounts.roles import user_roles
 from apps.audit.services import model_snapshot
 from apps.benchmarks import selectors as benchmark_selectors
+from apps.budgets import selectors as budget_selectors
+from apps.budgets.spend import CommittedRecord
 from apps.comparison import selectors as comparison_selectors
 from apps.decisions.models import (
     ApprovalStage,
@@ -32,7 +34,14 @@ from apps.decisions.models import (
     StageKind,
     StageStatus,
 )
-from apps.decisions.snapshot import canonical_json, comparison_from_data, comparison_to_data, plain, sha256_of
+from apps.decisions.snapshot import (
+    budget_check_of,
+    canonical_json,
+    comparison_from_data,
+    comparison_to_data,
+    plain,
+    sha256_of,
+)
 from apps.quotes import selectors as quote_selectors
 from apps.quotes.freshness import FreshnessStatus
 from apps.quotes.models import Candidate, CostLine, ExchangeRate, PriceVersion
@@ -366,6 +375,11 @@ def record_content(record: DecisionRecord) -> dict:
             "supersedes": (
                 {"id": record.supersedes_id, "reference": record.supersedes.reference} if record.supersedes_id else None
             ),
+            "cost_centre": (
+                {"id": record.cost_centre_id, "code": record.cost_centre.code, "name": record.cost_centre.name}
+                if record.cost_centre_id else None
+            ),
+            "tags": list(record.tags or []),
         }
     )
 
@@ -377,12 +391,29 @@ class FrozenSnapshot:
     sha256: str
     inputs_sha256: str
     artifact_ids: tuple[int, ...]
+    budget_check: budget_selectors.RecordCheck | None = None
+
+
+def budget_check(record: DecisionRecord, comparison: comparison_selectors.Comparison, *, now: datetime.datetime):
+    """The budget check of the record on its cost centre (None without one): its chosen option's monthly total and
+    commitment against the budget in force, counting the team's accepted records on the same cost centre except the
+    record itself and the one it supersedes (accepting this one replaces it)."""
+    if record.cost_centre_id is None:
+        return None
+    return budget_selectors.record_check(
+        team=record.team,
+        cost_centre=record.cost_centre,
+        figures=budget_selectors.record_spend(comparison),
+        on=timezone.localdate(now),
+        exclude_record_ids=[pk for pk in (record.pk, record.supersedes_id) if pk is not None],
+    )
 
 
 def build_snapshot(record: DecisionRecord, *, actor, now: datetime.datetime, proposal_round: int) -> FrozenSnapshot:
     """Freeze the record, every input and the comparison computed from them (with the record's choice passed to the
-    six-mistakes check) into canonical JSON."""
+    six-mistakes check) into canonical JSON, with the budget check when the record names a cost centre."""
     inputs, comparison = live_inputs(record)
+    checked = budget_check(record, comparison, now=now)
     inputs_sha256 = sha256_of(canonical_json(inputs))
     artifacts = [
         artifact
@@ -401,6 +432,8 @@ def build_snapshot(record: DecisionRecord, *, actor, now: datetime.datetime, pro
         "comparison": comparison_to_data(comparison),
         "cited_artifacts": artifacts,
     }
+    if checked is not None:
+        data["budget_check"] = checked.data()
     text = canonical_json(data)
     return FrozenSnapshot(
         data=data,
@@ -408,6 +441,7 @@ def build_snapshot(record: DecisionRecord, *, actor, now: datetime.datetime, pro
         sha256=sha256_of(text),
         inputs_sha256=inputs_sha256,
         artifact_ids=tuple(sorted({artifact["id"] for artifact in artifacts})),
+        budget_check=checked,
     )
 
 
@@ -624,3 +658,43 @@ def revisit_findings(record: DecisionRecord, *, now: datetime.datetime | None = 
             RevisitFinding(RevisitReason.REVISIT_DATE, "date", {"revisit_on": record.revisit_on.isoformat()})
         )
     return findings
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Committed spend for the budgets (registered in DecisionsConfig.ready: apps/budgets/spend.py)
+
+
+def committed_records(*, team_ids, cost_centre_ids=None, exclude_record_ids=()) -> list[CommittedRecord]:
+    """The accepted records of these teams booked on a cost centre, each with the monthly total and commitment its
+    snapshot froze: from its budget check, or, for a snapshot without one, from its frozen comparison."""
+    records = DecisionRecord.objects.accepted().filter(team_id__in=list(team_ids), cost_centre__isnull=False)
+    if cost_centre_ids is not None:
+        records = records.filter(cost_centre_id__in=list(cost_centre_ids))
+    found = []
+    for record in records.exclude(pk__in=list(exclude_record_ids)).order_by("pk"):
+        data = record.snapshot or {}
+        frozen = budget_check_of(data)
+        if frozen is not None:
+            figures = frozen["context"]["record"]
+            monthly = Decimal(figures["monthly_total"]) if figures["monthly_total"] is not None else None
+            months = Decimal(figures["commitment_months"]) if figures["commitment_months"] is not None else None
+            currency = figures["currency"]
+        else:
+            spent = budget_selectors.record_spend(comparison_from_data(data["comparison"]))
+            monthly, months, currency = spent.monthly_total, spent.commitment_months, spent.currency
+        found.append(
+            CommittedRecord(
+                team_id=record.team_id,
+                cost_centre_id=record.cost_centre_id,
+                record_id=record.pk,
+                reference=record.reference,
+                title=record.title,
+                url=record.get_absolute_url(),
+                monthly_total=monthly,
+                currency=currency,
+                commitment_months=months,
+                accepted_at=record.decided_at,
+                tags=tuple(record.tags or ()),
+            )
+        )
+    return found

@@ -25,6 +25,8 @@ from apps.accounts.roles import Role, has_role
 from apps.audit.models import ObjectChange
 from apps.audit.services import model_snapshot, record_change
 from apps.benchmarks import services as benchmark_services
+from apps.budgets import selectors as budget_selectors
+from apps.budgets.tags import MAX_TAGS, TagError, parse_tags
 from apps.common.errors import Conflict
 from apps.decisions import notifications, selectors
 from apps.decisions.models import (
@@ -282,10 +284,45 @@ def _withdraw_round(record: DecisionRecord, proposal_round: int, now: datetime.d
     return approved
 
 
+class BudgetBlocked(ValidationError):
+    """The team's blocking policy refuses the proposal: the record is over its cost centre's budget (answered 400,
+    with the budget and the figures). `check` is the budget check (apps/budgets/selectors.RecordCheck)."""
+
+    def __init__(self, message: str, check):
+        super().__init__({"cost_centre": [message]})
+        self.check = check
+
+
+#: What `record_propose` leaves as it is when the caller does not pass it.
+UNCHANGED = object()
+
+
+def _set_budget_fields(record: DecisionRecord, cost_centre, tags) -> None:
+    """The cost centre and tags chosen at the proposal (UNCHANGED keeps the record's), validated."""
+    if cost_centre is not UNCHANGED:
+        if cost_centre is not None and cost_centre.team_id != record.team_id:
+            raise ValidationError({"cost_centre": _("This cost centre belongs to another team.")})
+        record.cost_centre = cost_centre
+    if tags is not UNCHANGED:
+        try:
+            record.tags = parse_tags(tags)
+        except TagError as error:
+            raise ValidationError(
+                {"tags": _("Tags are short slugs (letters, digits, hyphens), at most %(count)s: %(tag)s is not one.")
+                 % {"count": MAX_TAGS, "tag": str(error)}}
+            ) from None
+    if record.cost_centre_id is None and budget_selectors.cost_centre_required(record.team):
+        raise ValidationError({"cost_centre": _("Choose the cost centre whose budget this record spends.")})
+
+
 @transaction.atomic
-def record_propose(*, actor, record: DecisionRecord) -> DecisionRecord:
+def record_propose(*, actor, record: DecisionRecord, cost_centre=UNCHANGED, tags=UNCHANGED) -> DecisionRecord:
     """Freeze the snapshot and open the three stages. A proposed record may be proposed again (after its inputs
-    changed): the fresh snapshot replaces the old one and every stage starts over."""
+    changed): the fresh snapshot replaces the old one and every stage starts over.
+
+    The cost centre and tags are chosen here. With a cost centre, its budget is checked and the check frozen into
+    the snapshot: over the budget under the team's blocking policy refuses the proposal (`BudgetBlocked`); under a
+    warning policy the record is proposed and the check's message says why it warns."""
     _require_author_role(actor)
     current = _locked(record)
     if current.status not in (RecordStatus.DRAFT, RecordStatus.PROPOSED):
@@ -297,13 +334,25 @@ def record_propose(*, actor, record: DecisionRecord) -> DecisionRecord:
     if missing:
         raise ValidationError(missing)
     _check_choice(current)
+    before_budget = {"cost_centre": current.cost_centre_id, "tags": list(current.tags or [])}
+    _set_budget_fields(current, cost_centre, tags)
     now = timezone.now()
     new_round = current.proposal_round + 1
     frozen = selectors.build_snapshot(current, actor=actor, now=now, proposal_round=new_round)
-    before = {"status": current.status, "snapshot_sha256": current.snapshot_sha256, "round": current.proposal_round}
+    if frozen.budget_check is not None and frozen.budget_check.result.blocks:
+        checked = frozen.budget_check
+        raise BudgetBlocked(
+            _("Refused by the team's budget policy. %(check)s")
+            % {"check": budget_selectors.message(checked.result, checked.context)},
+            checked,
+        )
+    before = {"status": current.status, "snapshot_sha256": current.snapshot_sha256, "round": current.proposal_round,
+              **before_budget}
     updated = DecisionRecord.objects.filter(
         pk=current.pk, status=current.status, proposal_round=current.proposal_round
     ).update(
+        cost_centre=current.cost_centre,
+        tags=current.tags,
         status=RecordStatus.PROPOSED,
         proposal_round=new_round,
         snapshot_json=frozen.text,
@@ -329,7 +378,9 @@ def record_propose(*, actor, record: DecisionRecord) -> DecisionRecord:
         instance=current,
         action=Action.TRANSITION,
         before=before,
-        after={"status": current.status, "snapshot_sha256": current.snapshot_sha256, "round": new_round},
+        after={"status": current.status, "snapshot_sha256": current.snapshot_sha256, "round": new_round,
+               "cost_centre": current.cost_centre_id, "tags": list(current.tags or []),
+               "budget_check": frozen.data["budget_check"]["result"]["outcome"] if frozen.budget_check else None},
         message=_("Proposed: snapshot %(hash)s frozen, %(pinned)s artifact(s) pinned; waiting for %(stage)s.")
         % {"hash": current.snapshot_sha256[:12], "pinned": pinned, "stage": StageKind.PLATFORM.label},
     )

@@ -27,6 +27,7 @@ from django.utils import translation
 from django.utils.functional import Promise
 from django.utils.translation import get_language, gettext
 
+from apps.budgets import check as budget_rules
 from apps.comparison import cost_model, mistakes
 from apps.comparison import selectors as comparison_selectors
 from apps.evidence.models import CandidateFigure
@@ -377,3 +378,27 @@ def comparison_from_data(data: Mapping, *, language: str | None = None) -> compa
         sensitivity_problem=data["sensitivity_problem"],
         break_even=rebuild(comparison_selectors.BreakEven, data["break_even"]),
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The budget check
+
+#: The layout of a snapshot's "budget_check" (apps/budgets/selectors.RecordCheck.data): "input" and "result" are the
+#: pure check's dataclasses as plain data (apps/budgets/check.py), "context" what was read (cost centre, budget,
+#: records counted, rates), "message" the sentence as it read when frozen. Snapshots frozen before budgets existed,
+#: or of a record without a cost centre, have no such key: they were never checked, and read as such (None).
+BUDGET_CHECK_KEY = "budget_check"
+
+
+def budget_check_of(data: Mapping | None) -> dict | None:
+    """The frozen budget check of a snapshot, or None for one frozen without (older, or no cost centre)."""
+    if not data:
+        return None
+    return data.get(BUDGET_CHECK_KEY)
+
+
+def budget_result_of(data: Mapping | None):
+    """The frozen check's outcome rebuilt as `apps.budgets.check.BudgetCheck` (None when there is none); a field the
+    check gains later takes its dataclass default, or the value ADDED_FIELDS gives it."""
+    frozen = budget_check_of(data)
+    return rebuild(budget_rules.BudgetCheck, frozen["result"]) if frozen else None

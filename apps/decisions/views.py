@@ -19,10 +19,11 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
+from apps.budgets import selectors as budget_selectors
 from apps.common import page_parts
 from apps.common.forms import add_service_errors
 from apps.comparison import display, exports
-from apps.decisions import notifications, selectors, services
+from apps.decisions import notifications, selectors, services, snapshot
 from apps.decisions.filters import RecordFilterSet
 from apps.decisions.forms import NotificationPreferenceForm, RecordForm, RecordStartForm, StageForm
 from apps.decisions.models import STAGE_ORDER, CapacityModel, RecordStatus, StageKind, StageStatus
@@ -136,12 +137,32 @@ def record_edit(request, pk: int):
     )
 
 
+def _budget_choices(request, record) -> dict:
+    """The cost centre and tags the propose form sent (a field the form did not send is left as it is)."""
+    choices = {}
+    if "cost_centre" in request.POST:
+        value = request.POST["cost_centre"].strip()
+        if not value:
+            choices["cost_centre"] = None
+        else:
+            centre = budget_selectors.cost_centres_for(request.user).filter(team=record.team, pk=value).first() \
+                if value.isdigit() else None
+            if centre is None:
+                raise ValidationError({"cost_centre": _("Choose one of the team's cost centres.")})
+            choices["cost_centre"] = centre
+    if "tags" in request.POST:
+        choices["tags"] = request.POST["tags"]
+    return choices
+
+
 @require_POST
 def record_propose(request, pk: int):
     _require_author_role(request)
     record = selectors.record_get(request.user, pk)
     try:
-        record = services.record_propose(actor=request.user, record=record)
+        record = services.record_propose(actor=request.user, record=record, **_budget_choices(request, record))
+    except services.BudgetBlocked as error:
+        return _refused(request, record, _error_text(error), status=400)
     except services.RecordConflict as error:
         return _refused(request, record, _error_text(error))
     except ValidationError as error:
@@ -150,6 +171,9 @@ def record_propose(request, pk: int):
             status=400,
         )
     messages.success(request, _("Proposed: the inputs are frozen and the platform review is asked for."))
+    frozen = snapshot.budget_check_of(record.snapshot)
+    if frozen is not None and frozen["result"]["outcome"] == "warn":
+        messages.warning(request, frozen["message"])
     return redirect(record)
 
 
@@ -228,6 +252,9 @@ def _record_context(request, record, *, stage_form: StageForm | None = None) -> 
         "hash_ok": record.snapshot_matches_hash() if record.is_frozen else None,
         # What higher apps show on the record page (the actuals app: planned against actual).
         "record_parts": page_parts.render("decisions.record.detail", request, record=record),
+        "budget_check": snapshot.budget_check_of(data),
+        "cost_centres": budget_selectors.cost_centres_for(request.user).filter(team=record.team)
+        if record.status in (RecordStatus.DRAFT, RecordStatus.PROPOSED) else [],
     }
 
 

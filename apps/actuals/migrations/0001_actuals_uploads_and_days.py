@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0004_hash_authtoken_keys'),
-        ('decisions', '0008_revisit_actual_drift'),
+        ('decisions', '0009_revisit_actual_drift'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

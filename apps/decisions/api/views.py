@@ -16,11 +16,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import HasAnyRole, ReadAnyRoleWritePlatform
+from apps.budgets.models import CostCentre
 from apps.common.api_fields import ScopedPrimaryKeyRelatedField, TeamChoiceField, TeamMemberField
 from apps.comparison import exports
 from apps.decisions import selectors, services
 from apps.decisions.filters import RecordFilterSet
 from apps.decisions.models import ApprovalStage, CapacityModel, DecisionRecord, RevisitFlag, StageKind
+from apps.decisions.snapshot import budget_check_of
 from apps.quotes.models import Candidate
 from apps.workloads.models import WorkloadSummary
 
@@ -110,10 +112,16 @@ class RecordDetailSerializer(RecordSerializer):
     stages = serializers.SerializerMethodField()
     snapshot_matches_hash = serializers.SerializerMethodField()
     comparison = serializers.SerializerMethodField()
+    budget_check = serializers.SerializerMethodField()
 
     class Meta(RecordSerializer.Meta):
-        fields = [*RecordSerializer.Meta.fields, "content", "stages", "snapshot_matches_hash", "comparison"]
+        fields = [*RecordSerializer.Meta.fields, "content", "stages", "snapshot_matches_hash", "comparison",
+                  "budget_check"]
         read_only_fields = fields
+
+    def get_budget_check(self, record) -> dict | None:
+        """The budget check frozen at the proposal (None: a draft, no cost centre, or frozen before budgets)."""
+        return budget_check_of(record.snapshot)
 
     def get_reviewer(self, stage) -> str | None:
         return stage.signer_username or None
@@ -224,12 +232,24 @@ class _RecordAction(APIView):
         return selectors.record_get(request.user, pk)
 
 
-class RecordProposeView(_RecordAction):
-    """Freeze the snapshot of every input and open the stages (again, after an input changed)."""
+class ProposeSerializer(serializers.Serializer):
+    """The cost centre whose budget the record spends and its tags (each optional: what is left out stays)."""
 
-    @extend_schema(request=None, responses=RecordDetailSerializer)
+    cost_centre = ScopedPrimaryKeyRelatedField(model=CostCentre, required=False, allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(max_length=40), required=False, max_length=20)
+
+
+class RecordProposeView(_RecordAction):
+    """Freeze the snapshot of every input and open the stages (again, after an input changed). With a cost centre,
+    its budget is checked and the check frozen (`budget_check` in the answer): over the budget under a blocking
+    policy answers 400 naming the budget and the figures."""
+
+    @extend_schema(request=ProposeSerializer, responses=RecordDetailSerializer)
     def post(self, request, pk: int):
-        record = services.record_propose(actor=request.user, record=self.record(request, pk))
+        record = self.record(request, pk)
+        choices = ProposeSerializer(data=request.data, context={"request": request})
+        choices.is_valid(raise_exception=True)
+        record = services.record_propose(actor=request.user, record=record, **choices.validated_data)
         return Response(RecordDetailSerializer(record, context={"request": request}).data)
 
 

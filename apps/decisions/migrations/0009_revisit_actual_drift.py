@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('decisions', '0007_stage_names_at_signing'),
+        ('decisions', '0008_record_cost_centre_and_tags'),
     ]
 
     operations = [
