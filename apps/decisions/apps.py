@@ -10,9 +10,10 @@ class DecisionsConfig(AppConfig):
     def ready(self):
         # Quotes sits below decisions and may not import it: it sends a signal once a price version commits, and the
         # records citing that price are flagged for a revisit at once (the beat task stays as the daily catch-up).
-        from apps.decisions import services
+        from apps.decisions import progress_steps, services
         from apps.quotes.signals import price_version_committed
 
         price_version_committed.connect(
             services.on_price_version_committed, dispatch_uid="decisions-flag-records-on-price-version"
         )
+        progress_steps.register()  # the record step of a workload's progress strip
