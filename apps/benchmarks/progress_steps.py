@@ -61,29 +61,37 @@ def _candidate_of(job: Job) -> int | None:
     return candidate_id if isinstance(candidate_id, int) else None
 
 
-def candidate_states(step: StepKind, candidates, team_id) -> dict[int, str]:
-    """candidate id → MEASURED, REHEARSAL (only rehearsals succeeded), RUNNING (a job not final yet) or NONE."""
+STEPS = (MEMORY_FIT_STEP, THROUGHPUT_STEP, RESILIENCE_STEP)
+STEP_OF_KIND = {kind: step for step in STEPS for kind in step.kinds}
+
+
+def candidate_states(candidates, team_id, known: dict | None = None) -> dict[str, dict[int, str]]:
+    """step key → candidate id → MEASURED, REHEARSAL (only rehearsals succeeded), RUNNING (a job not final yet) or
+    NONE, for the three steps at once (two queries; kept in `known` for the other steps of the strip)."""
+    known = {} if known is None else known
+    if "benchmark_states" in known:
+        return known["benchmark_states"]
     ids = [candidate.pk for candidate in candidates]
-    states = dict.fromkeys(ids, NONE)
+    states = {step.key: dict.fromkeys(ids, NONE) for step in STEPS}
+    known["benchmark_states"] = states
     if not ids:
         return states
-    measures = Q(candidate_id__in=ids)
-    if step.key == "memory_fit":
-        measures |= Q(spec__origin__candidate_id__in=ids)
-    jobs = Job.objects.filter(measures, team_id=team_id, kind__in=step.kinds)
-    for job in jobs.exclude(status__in=FINAL_JOB_STATUSES).only("pk", "candidate_id", "spec"):
+    jobs = Job.objects.filter(Q(candidate_id__in=ids) | Q(kind=MEMORY_FIT_KIND, spec__origin__candidate_id__in=ids),
+                              team_id=team_id, kind__in=list(STEP_OF_KIND))
+    for job in jobs.exclude(status__in=FINAL_JOB_STATUSES).only("pk", "kind", "candidate_id", "spec"):
+        found = states[STEP_OF_KIND[job.kind].key]
         candidate_id = _candidate_of(job)
-        if candidate_id in states and states[candidate_id] == NONE:
-            states[candidate_id] = RUNNING
-    results = Result.objects.filter(canonical=True, job__in=jobs).select_related("job")
-    for result in results:
+        if candidate_id in found and found[candidate_id] == NONE:
+            found[candidate_id] = RUNNING
+    for result in Result.objects.filter(canonical=True, job__in=jobs).select_related("job"):
+        found = states[STEP_OF_KIND[result.job.kind].key]
         candidate_id = _candidate_of(result.job)
-        if candidate_id not in states or result_verdict(result).outcome != SUCCEEDED:
+        if candidate_id not in found or result_verdict(result).outcome != SUCCEEDED:
             continue
         if not result.rehearsal:
-            states[candidate_id] = MEASURED
-        elif states[candidate_id] != MEASURED:
-            states[candidate_id] = REHEARSAL
+            found[candidate_id] = MEASURED
+        elif found[candidate_id] != MEASURED:
+            found[candidate_id] = REHEARSAL
     return states
 
 
@@ -97,7 +105,8 @@ def measurement_step(step: StepKind, summary, known: dict) -> progress.Step:
     if not applicable:
         return progress.Step(step.key, label, progress.DONE,
                              _("Model/API routes only: no GPU of your own to measure."))
-    states = candidate_states(step, applicable, summary.team_id)
+    every = candidate_states(candidates, summary.team_id, known)[step.key]
+    states = {candidate.pk: every[candidate.pk] for candidate in applicable}
     lacking = [candidate for candidate in applicable if states[candidate.pk] != MEASURED]
     counts = {state: sum(1 for value in states.values() if value == state)
               for state in (MEASURED, REHEARSAL, RUNNING, NONE)}

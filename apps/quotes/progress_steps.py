@@ -3,6 +3,7 @@ the team has priced quotes, and this workload version has candidates."""
 
 from __future__ import annotations
 
+from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
@@ -14,6 +15,8 @@ from apps.workloads import progress
 
 def candidates_of(summary, known: dict) -> list[Candidate]:
     """The candidates of this workload version (shared with the later steps through `known`)."""
+    if "candidates" not in known and known.get("comparison") is not None:
+        known["candidates"] = [result.candidate for result in known["comparison"].results]
     if "candidates" not in known:
         known["candidates"] = list(Candidate.objects.filter(workload_summary=summary, team_id=summary.team_id)
                                    .select_related("quote").order_by("label", "pk"))
@@ -22,12 +25,13 @@ def candidates_of(summary, known: dict) -> list[Candidate]:
 
 def quotes_step(user, summary, known: dict) -> progress.Step:
     label = _("Quotes")
-    quotes = Quote.objects.filter(team_id=summary.team_id)
-    total = quotes.count()
+    counts = Quote.objects.filter(team_id=summary.team_id).aggregate(
+        total=Count("pk", distinct=True), priced=Count("pk", filter=Q(price_versions__isnull=False), distinct=True))
+    total = counts["total"]
     if not total:
         return progress.Step("quotes", label, progress.MISSING, _("No quote entered yet."),
                              reverse("quotes:quote-create"))
-    unpriced = quotes.filter(price_versions__isnull=True).count()
+    unpriced = total - counts["priced"]
     url = reverse("quotes:quote-list")
     if unpriced == total:
         return progress.Step("quotes", label, progress.IN_PROGRESS,
