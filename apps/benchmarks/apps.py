@@ -10,9 +10,10 @@ class BenchmarksConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_save
 
-        from apps.benchmarks import page_parts
+        from apps.benchmarks import page_parts, progress_steps
 
         page_parts.register()
+        progress_steps.register()  # the memory-fit, throughput and resilience steps of a workload's progress strip
         # A figure a person changed to quoted or estimated is no longer a result's measurement (the evidence app,
         # below, never reaches up to the link).
         post_save.connect(_unlink_unless_measured, sender="evidence.CandidateFigure",

@@ -27,6 +27,7 @@ from apps.benchmarks.services import plan_create
 from apps.catalog.models import GpuModel, SpecKey
 from apps.catalog.selectors import usable_memory_bytes
 from apps.catalog.services import gpu_spec_set
+from apps.common.chart_text import escaped_figure, readable_chart
 from apps.fleet.models import Agent, AgentPool
 from apps.workloads import estimates
 from apps.workloads.memory import calibration
@@ -355,6 +356,10 @@ def read_memory_fit(result: Mapping[str, Any], spec: Mapping[str, Any] | None = 
     )
 
 
+@readable_chart(lambda figure: _(
+    "Memory per component as the estimator predicted it and as the node measured it: a measured bar well above its "
+    "prediction means the estimate was too optimistic; the dashed line is the GPU's usable memory."))
+@escaped_figure
 def memory_fit_figure(reading: MemoryFitReading) -> dict[str, Any]:
     """A Plotly figure: predicted vs measured MiB per component (grouped bars) and the capacity line."""
     rows = [row for row in reading.components if row.predicted_bytes is not None or row.measured_bytes is not None]
@@ -372,7 +377,8 @@ def memory_fit_figure(reading: MemoryFitReading) -> dict[str, Any]:
     layout = {
         "barmode": "group",
         "title": {"text": _("Memory fit: predicted vs measured")},
-        "yaxis": {"title": {"text": "MiB"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "MiB"}, "rangemode": "tozero", "automargin": True},
+        "xaxis": {"automargin": True},
         "legend": {"orientation": "h"},
         "margin": {"t": 48, "r": 16, "b": 96, "l": 64},
     }
@@ -483,6 +489,10 @@ def suggested_margins(groups: Iterable[ResidualGroup]) -> list[MarginSuggestion]
     ]
 
 
+@readable_chart(lambda figure: _(
+    "How far the measurements were from the estimator, per component, in per cent: above zero the estimator "
+    "predicted too little, below zero too much; the whiskers span the smallest and largest error."))
+@escaped_figure
 def residuals_figure(groups: Iterable[ResidualGroup]) -> dict[str, Any]:
     """A Plotly figure: the mean error % per component, one bar series per GPU architecture and precision, the
     whiskers spanning the smallest and largest error of the group; the zero line is the prediction."""
@@ -501,7 +511,8 @@ def residuals_figure(groups: Iterable[ResidualGroup]) -> dict[str, Any]:
     layout = {
         "barmode": "group",
         "title": {"text": _("Memory estimate residuals: measured vs predicted (%)")},
-        "yaxis": {"title": {"text": _("Error (%)")}, "zeroline": True},
+        "yaxis": {"title": {"text": _("Error (%)")}, "zeroline": True, "automargin": True},
+        "xaxis": {"automargin": True},
         "legend": {"orientation": "h"},
         "margin": {"t": 48, "r": 16, "b": 96, "l": 64},
     }

@@ -9,7 +9,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from apps.benchmarks.throughput_charts import _layout
-from apps.common.chart_text import escaped_figure
+from apps.common.chart_text import escaped_figure, readable_chart
 
 COLORS = {"sent": "#2f5d8a", "retries": "#c58b2b", "succeeded": "#6b8e23", "errors": "#b5443b", "p99": "#1d2330",
           "marker": "#9aa0a6", "healthy": "#6b8e23", "busbw": "#2f5d8a", "algbw": "#9db6cf"}
@@ -22,6 +22,9 @@ def marker_labels() -> dict[str, str]:
     }
 
 
+@readable_chart(lambda figure: _(
+    "What happened second by second during the failure scenario: the dashed lines mark the event and the recovery, "
+    "the red bars are failed attempts, and the time from the event to \"healthy again\" is the outage a user sees."))
 @escaped_figure
 def timeline(scenario: dict[str, Any]) -> dict[str, Any] | None:
     """Requests sent, retries, successes and failed attempts per second, the p99 of each second's successes on a
@@ -67,6 +70,9 @@ def timeline(scenario: dict[str, Any]) -> dict[str, Any] | None:
         legend={"orientation": "h", "y": -0.3}, margin={"t": 48, "r": 64, "b": 110, "l": 64})}
 
 
+@readable_chart(lambda figure: _(
+    "How long a stopped server takes to be healthy and to send its first token, one point per restart: the higher "
+    "the points, the longer a scale-up or a recovery leaves requests waiting."))
 @escaped_figure
 def cold_start(cold: dict[str, Any] | None) -> dict[str, Any] | None:
     """Each cold start's time to healthy and to the first token, as points over a box."""
@@ -86,6 +92,9 @@ def cold_start(cold: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"data": data, "layout": _layout(_("Cold start (stop → start)"), "", _("seconds"), showlegend=False)}
 
 
+@readable_chart(lambda figure: _(
+    "Bandwidth between the GPUs as the messages grow: the level where the bus-bandwidth curve flattens is what the "
+    "interconnect delivers to multi-GPU work."))
 @escaped_figure
 def interconnect(allreduce: dict[str, Any]) -> dict[str, Any] | None:
     """Bus and algorithm bandwidth against the message size (log scale), labelled with the device and backend."""

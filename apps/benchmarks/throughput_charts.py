@@ -8,17 +8,21 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from apps.common.chart_text import escaped_figure
+from apps.common.chart_text import escaped_figure, readable_chart
 
 COLORS = {"ttft": "#2f5d8a", "e2e": "#c58b2b", "slo": "#b5443b", "p50": "#9db6cf", "p95": "#2f5d8a",
           "p99": "#1d2330", "goodput": "#6b8e23", "throughput": "#2f5d8a", "ideal": "#9aa0a6"}
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
-    return {"title": {"text": title}, "xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": y_title}},
+    return {"title": {"text": title}, "xaxis": {"title": {"text": x_title}, "automargin": True},
+            "yaxis": {"title": {"text": y_title}, "automargin": True},
             "margin": {"t": 48, "r": 16, "b": 48, "l": 64}, "legend": {"orientation": "h"}, **extra}
 
 
+@readable_chart(lambda figure: _(
+    "Share of the requests answered within a given time: the further left a curve reaches the top, the faster; a "
+    "curve still below the top at a dashed SLO limit means requests over that limit."))
 @escaped_figure
 def latency_cdf(summary: dict[str, Any]) -> dict[str, Any] | None:
     """TTFT and end-to-end CDFs (per request, succeeded requests) with the SLO limits as vertical lines."""
@@ -45,6 +49,9 @@ def latency_cdf(summary: dict[str, Any]) -> dict[str, Any] | None:
                                             shapes=shapes)}
 
 
+@readable_chart(lambda figure: _(
+    "Response time at each load level of the sweep, for half (p50), 95 in 100 (p95) and 99 in 100 (p99) of the "
+    "requests: where the curves turn upward, the endpoint is near its capacity."))
 @escaped_figure
 def throughput_latency(measured: dict[str, Any]) -> dict[str, Any] | None:
     """End-to-end p50/p95/p99 against the achieved request throughput, one point per sweep level."""
@@ -66,6 +73,9 @@ def throughput_latency(measured: dict[str, Any]) -> dict[str, Any] | None:
                                             _("seconds"))}
 
 
+@readable_chart(lambda figure: _(
+    "Requests answered within the SLO per second (goodput) as the offered load grows: the dashed line is the "
+    "capacity at the SLO, beyond which more load buys no more useful work; a cross marks an invalid level."))
 @escaped_figure
 def goodput_offered(measured: dict[str, Any]) -> dict[str, Any] | None:
     """Goodput (accepted/s), throughput and the rate actually sent against the offered load, with the capacity at

@@ -10,3 +10,8 @@ class ComparisonConfig(AppConfig):
     name = "apps.comparison"
     label = "comparison"
     verbose_name = _("Comparison")
+
+    def ready(self):
+        from apps.comparison import progress_steps
+
+        progress_steps.register()  # the comparison step of a workload's progress strip

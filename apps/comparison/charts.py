@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from django.utils.translation import gettext as _
 
-from apps.common.chart_text import chart_text, escaped_figure
+from apps.common.chart_text import chart_text, escaped_figure, readable_chart
 from apps.comparison import cost_model
 from apps.comparison.selectors import Comparison
 from apps.evidence.models import FigureMetric
@@ -54,6 +54,9 @@ def _layout(title: str, *, x_title: str = "", y_title: str = "", **extra) -> dic
     return layout
 
 
+@readable_chart(lambda figure: _(
+    "Each bar is one candidate's cost per accepted output, split by what it pays for: the lower the bar, the cheaper "
+    "the useful work."))
 @escaped_figure
 def cost_breakdown(comparison: Comparison) -> dict | None:
     """Stacked cost per accepted output: productive and idle GPU, storage/network, labor, other, failure waste."""
@@ -85,6 +88,9 @@ def cost_breakdown(comparison: Comparison) -> dict | None:
                                             barmode="stack")}
 
 
+@readable_chart(lambda figure: _(
+    "Each bar is one candidate's cost of one completed training run, split by what it pays for: the lower the bar, "
+    "the cheaper the run."))
 @escaped_figure
 def training_cost_breakdown(comparison: Comparison) -> dict | None:
     """Stacked cost per completed training run: GPU compute, checkpointing, failed-run waste and the cost lines."""
@@ -114,6 +120,9 @@ def training_cost_breakdown(comparison: Comparison) -> dict | None:
                                             barmode="stack")}
 
 
+@readable_chart(lambda figure: _(
+    "Each candidate's response time for half (p50), 95 in 100 (p95) and 99 in 100 (p99) of the requests, in "
+    "milliseconds: a bar above a dashed target line misses the service-level objective."))
 @escaped_figure
 def latency(comparison: Comparison) -> dict | None:
     """p50/p95/p99 latency per candidate (phase-4 inputs) against the workload's end-to-end targets."""
@@ -143,6 +152,16 @@ def latency(comparison: Comparison) -> dict | None:
                                             barmode="group", shapes=shapes, annotations=annotations)}
 
 
+def _headroom_caption(figure: dict) -> str:
+    values = [value for trace in figure["data"] for value in trace["y"] if value is not None]
+    if values and all(value < 0 for value in values):
+        return _("Share of GPU memory left free once the workload is loaded: every bar is below zero, so no "
+                 "candidate's GPU layout holds the workload as planned (a negative bar is memory missing).")
+    return _("Share of GPU memory left free once the workload is loaded: above zero it fits with that margin, below "
+             "zero (a negative bar) it does not fit. Model/API routes have no GPU of their own and are not shown.")
+
+
+@readable_chart(_headroom_caption)
 @escaped_figure
 def memory_headroom(comparison: Comparison) -> dict | None:
     """Memory margin per self-hosted candidate: the estimator's prediction beside the measured margin, in %."""
@@ -163,8 +182,14 @@ def memory_headroom(comparison: Comparison) -> dict | None:
          "y": [percent(result.value(FigureMetric.MEMORY_MARGIN)) for result in fleet],
          "marker": {"color": COLORS["measured"]}, "hovertemplate": "%{y:.1f} %<extra></extra>"},
     ]
-    return {"data": data, "layout": _layout(_("Memory headroom, predicted and measured"),
-                                            y_title=_("GPU memory left free (per cent)"), barmode="group")}
+    layout = _layout(_("Memory headroom, predicted and measured"), y_title=_("GPU memory left free (per cent)"),
+                     barmode="group")
+    # Zero is "just fits": always on the axis, drawn bold and named, so that bars below it read as "does not fit".
+    layout["yaxis"].update({"rangemode": "tozero", "zeroline": True, "zerolinecolor": "#1d2330", "zerolinewidth": 2})
+    layout["annotations"] = [{"xref": "paper", "x": 0, "y": 0, "xanchor": "left", "yanchor": "bottom",
+                              "showarrow": False, "text": _("0 = just fits; below = does not fit"),
+                              "font": {"size": 11, "color": "#1d2330"}, "bgcolor": "rgba(255,255,255,0.8)"}]
+    return {"data": data, "layout": layout}
 
 
 def pareto_front(points: Iterable[tuple[Decimal, Decimal, str]]) -> list[tuple[Decimal, Decimal, str]]:
@@ -178,25 +203,50 @@ def pareto_front(points: Iterable[tuple[Decimal, Decimal, str]]) -> list[tuple[D
     return front
 
 
+@readable_chart(lambda figure: _(
+    "Each point is a candidate: lower is cheaper per accepted output, further left is faster for 99 in 100 requests "
+    "(p99); the line joins the candidates no other beats on both. A candidate without a p99 latency is a dotted "
+    "line at its cost."))
 @escaped_figure
 def cost_vs_p99(comparison: Comparison) -> dict | None:
-    points = [(result.value(FigureMetric.P99_LATENCY_MS), result.row.effective_unit_cost, result.label)
-              for result in comparison.rows if result.value(FigureMetric.P99_LATENCY_MS) is not None]
-    if not points:
+    """Every normalised candidate of every kind (GPU rental, purchase, model/API route): a point at its p99 latency
+    and cost per accepted output, or, without a p99 latency (often a model/API route), a dotted line at its cost."""
+    placed = [result for result in comparison.rows if result.value(FigureMetric.P99_LATENCY_MS) is not None]
+    unplaced = [result for result in comparison.rows if result.value(FigureMetric.P99_LATENCY_MS) is None]
+    if not placed:
         return None
+    points = [(result.value(FigureMetric.P99_LATENCY_MS), result.row.effective_unit_cost, result.label)
+              for result in placed]
     front = pareto_front(points)
+    xs, ys = [_float(p[0]) for p in points], [_float(p[1]) for p in points]
+    # Room around the points for their labels (drawn above each point): 15 % of the span on each side.
+    span_x = (max(xs) - min(xs)) or max(xs) or 1.0
+    x_range = [min(xs) - span_x * 0.15, max(xs) + span_x * 0.15]
+    costs = ys + [_float(result.row.effective_unit_cost) for result in unplaced]
+    span_y = (max(costs) - min(costs)) or max(costs) or 1.0
     data = [
-        {"type": "scatter", "mode": "markers+text", "name": _("Candidates"), "x": [_float(p[0]) for p in points],
-         "y": [_float(p[1]) for p in points], "text": [p[2] for p in points], "textposition": "top center",
+        {"type": "scatter", "mode": "markers+text", "name": _("Candidates"), "x": xs, "y": ys,
+         "text": [p[2] for p in points], "textposition": "top center", "cliponaxis": False,
+         "customdata": [str(result.candidate.get_kind_display()) for result in placed],
          "marker": {"size": 10, "color": COLORS["measured"]},
-         "hovertemplate": "%{text}: %{x} ms, %{y:.6g}<extra></extra>"},
+         "hovertemplate": "%{text} (%{customdata}): %{x} ms, %{y:.6g}<extra></extra>"},
         {"type": "scatter", "mode": "lines+markers", "name": _("Pareto front"), "x": [_float(p[0]) for p in front],
          "y": [_float(p[1]) for p in front], "line": {"color": COLORS["target"], "shape": "hv"},
          "hoverinfo": "skip"},
     ]
+    for result in unplaced:
+        cost = _float(result.row.effective_unit_cost)
+        name = _("%(candidate)s (%(kind)s): no p99 latency, cost only") % {
+            "candidate": result.label, "kind": result.candidate.get_kind_display()}
+        data.append({"type": "scatter", "mode": "lines", "name": name, "x": x_range, "y": [cost, cost],
+                     "line": {"color": COLORS["idle"], "dash": "dot", "width": 2},
+                     "hovertemplate": "%{y:.6g}<extra>" + chart_text(result.label) + "</extra>"})
     unit = _("%(currency)s per accepted output") % {"currency": comparison.currency}
-    return {"data": data, "layout": _layout(_("Cost per accepted output against p99 latency"),
-                                            x_title=_("p99 latency (ms)"), y_title=unit)}
+    layout = _layout(_("Cost per accepted output against p99 latency"), x_title=_("p99 latency (ms)"), y_title=unit)
+    layout["xaxis"]["range"] = x_range
+    layout["yaxis"]["range"] = [max(min(costs) - span_y * 0.15, 0), max(costs) + span_y * 0.2]
+    layout["margin"] = {**layout["margin"], "t": 60, "r": 40}
+    return {"data": data, "layout": layout}
 
 
 FACTOR_LABELS = {
@@ -207,6 +257,9 @@ FACTOR_LABELS = {
 }
 
 
+@readable_chart(lambda figure: _(
+    "How far the cost per accepted output moves when one factor is 20 per cent lower or higher and the others "
+    "stay as they are: the longest bar is the figure to check first."))
 @escaped_figure
 def tornado(comparison: Comparison) -> dict | None:
     """Each factor moved 20 % down and up, the others at base: how far the focus candidate's unit cost moves."""
@@ -237,6 +290,17 @@ def _span(maximum: float, steps: int = 40) -> list[float]:
     return [maximum * index / steps for index in range(steps + 1)]
 
 
+def _reserve_caption(figure: dict) -> str:
+    if figure["layout"].get("shapes"):
+        return _("Cost of each GPU-hour actually used, by the share of the committed hours in use: above the "
+                 "break-even utilisation u* (the dotted line, where the lines cross), reserving costs less than on "
+                 "demand; below it, on demand does.")
+    return _("Cost of each GPU-hour actually used, by the share of the committed hours in use: reserving would pay "
+             "only above full use (the break-even utilisation u* is above 100 per cent), so on demand costs less at "
+             "any utilisation.")
+
+
+@readable_chart(_reserve_caption)
 @escaped_figure
 def reserve_break_even(comparison: Comparison) -> dict | None:
     """Cost per used GPU-hour against utilisation: on-demand is flat, reserved is its rate ÷ utilisation."""
@@ -251,13 +315,28 @@ def reserve_break_even(comparison: Comparison) -> dict | None:
         {"type": "scatter", "mode": "lines", "name": figures.reserved_label, "x": utilisation,
          "y": [reserved / value for value in utilisation], "line": {"color": COLORS["failure_waste"]}},
     ]
-    layout = _layout(_("Reserve or stay on demand: u* = %(value)s") % {"value": f"{figures.reserve_utilisation:.4f}"},
-                     x_title=_("share of the committed hours in use"),
+    share = f"{figures.reserve_utilisation * 100:.1f}"
+    if figures.reserve_utilisation < 1:
+        title = _("Reserve or stay on demand: break-even utilisation u* = %(share)s %%") % {"share": share}
+    else:
+        title = _("Reserve or stay on demand: break-even utilisation u* = %(share)s %%, above full use") % {
+            "share": share}
+    layout = _layout(title, x_title=_("share of the committed hours in use"),
                      y_title=_("%(currency)s per used GPU-hour") % {"currency": comparison.currency})
     layout["yaxis"]["range"] = [0, max(reserved, on_demand) * 3]
+    layout["xaxis"]["tickformat"] = ".0%"
+    if figures.reserve_utilisation < 1:
+        u_star = float(figures.reserve_utilisation)
+        layout["shapes"] = [{"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": u_star, "x1": u_star,
+                             "line": {"color": "#1d2330", "dash": "dot", "width": 1}}]
+        layout["annotations"] = [{"x": u_star, "yref": "paper", "y": 1, "showarrow": False, "yanchor": "bottom",
+                                  "text": _("u* (break-even)")}]
     return {"data": data, "layout": layout}
 
 
+@readable_chart(lambda figure: _(
+    "Cumulative cost of buying (the purchase price, then the running costs) and of renting, month by month: where "
+    "the lines cross, buying has paid for itself."))
 @escaped_figure
 def buy_break_even(comparison: Comparison) -> dict | None:
     """Cumulative cost of buying (capex, then owned running costs) and of renting, month by month."""
@@ -282,6 +361,9 @@ def buy_break_even(comparison: Comparison) -> dict | None:
                                                 "currency": comparison.currency})}
 
 
+@readable_chart(lambda figure: _(
+    "Monthly cost of the model API, which grows with the tokens, and of self-hosting, which does not: left of the "
+    "crossing the API is cheaper; the dotted line is this workload's volume."))
 @escaped_figure
 def api_break_even(comparison: Comparison) -> dict | None:
     """Monthly cost against monthly token volume: the API route grows with volume, self-hosting is flat."""

@@ -13,6 +13,7 @@ from django.shortcuts import render
 from apps.accounts.roles import Role, has_role
 from apps.comparison import display, exports
 from apps.comparison.selectors import comparison_for, summary_get
+from apps.workloads import progress
 
 
 def can_write(user) -> bool:
@@ -36,7 +37,10 @@ def _comparison_context(request, pk: int) -> dict:
 
 
 def comparison_page(request, pk: int):
-    return render(request, "comparison/comparison.html", _comparison_context(request, pk))
+    context = _comparison_context(request, pk)
+    # The workload's progress strip, with the comparison already computed here (not computed twice).
+    context["progress"] = progress.render_strip(request, context["summary"], {"comparison": context["comparison"]})
+    return render(request, "comparison/comparison.html", context)
 
 
 def comparison_print(request, pk: int):

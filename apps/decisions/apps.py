@@ -10,7 +10,7 @@ class DecisionsConfig(AppConfig):
     def ready(self):
         # Quotes sits below decisions and may not import it: it sends a signal once a price version commits, and the
         # records citing that price are flagged for a revisit at once (the beat task stays as the daily catch-up).
-        from apps.decisions import services
+        from apps.decisions import progress_steps, services
         from apps.quotes.signals import price_version_committed
 
         price_version_committed.connect(
@@ -21,3 +21,4 @@ class DecisionsConfig(AppConfig):
         from apps.decisions import selectors
 
         spend.register_source(selectors.committed_records)
+        progress_steps.register()  # the record step of a workload's progress strip

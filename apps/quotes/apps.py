@@ -23,11 +23,12 @@ class QuotesConfig(AppConfig):
     verbose_name = _("Quotes")
 
     def ready(self):
-        from apps.quotes import page_parts
+        from apps.quotes import page_parts, progress_steps
         from apps.quotes.selectors import cheapest_gpu_hour_prices
         from apps.workloads import price_sources
 
         post_migrate.connect(restore_checklist_data, sender=self, dispatch_uid="quotes-checklist-data")
         page_parts.register()
+        progress_steps.register()  # the quotes and candidates steps of a workload's progress strip
         # The workload shortlist ranks by predicted cost per accepted output with the team's cheapest quote per GPU.
         price_sources.register(cheapest_gpu_hour_prices, name="quotes-cheapest-gpu-hour")

@@ -39,6 +39,7 @@ from apps.quotes.models import (
     Quote,
     QuoteDocument,
 )
+from apps.workloads import progress
 
 
 def can_write(user) -> bool:
@@ -526,6 +527,8 @@ def candidate_detail(request, pk: int):
                 slot: page_parts.render(f"quotes.candidate.{slot}", request, candidate=candidate)
                 for slot in ("agents", "results", "memory_fit")
             },
+            # The progress strip of the candidate's workload version (apps/workloads/progress.py).
+            "progress": progress.render_strip(request, candidate.workload_summary),
         },
     )
 

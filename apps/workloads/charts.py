@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apps.common.chart_text import chart_text, escaped_figure
+from django.utils.translation import gettext as _
+
+from apps.common.chart_text import chart_text, escaped_figure, readable_chart
 from apps.workloads.memory.precisions import BYTES_PER_GIB
 
 
@@ -16,6 +18,9 @@ def _gib(size_bytes: int) -> float:
     return round(size_bytes / BYTES_PER_GIB, 3)
 
 
+@readable_chart(lambda figure: _(
+    "Each bar is the memory one GPU needs for this workload, stacked by what uses it; where the bar rises above the "
+    "GPU's usable-memory mark, the workload does not fit on that GPU as planned."))
 @escaped_figure
 def memory_chart(
     *,
@@ -52,7 +57,7 @@ def memory_chart(
     layout = {
         "title": {"text": title},
         "barmode": "stack",
-        "yaxis": {"title": {"text": axis_title}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": axis_title}, "rangemode": "tozero", "automargin": True},
         "xaxis": {"automargin": True, "tickangle": -35},
         "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "traceorder": "normal"},
         "margin": {"t": 96, "r": 16, "l": 64, "b": 16},

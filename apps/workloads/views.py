@@ -15,7 +15,7 @@ from apps.accounts.roles import Role, has_role
 from apps.common import page_parts
 from apps.common.decimals import significant
 from apps.common.forms import add_service_errors
-from apps.workloads import estimates, readiness, rules
+from apps.workloads import estimates, progress, readiness, rules
 from apps.workloads import shortlist as shortlist_module
 from apps.workloads.charts import memory_chart
 from apps.workloads.filters import WorkloadSummaryFilterSet
@@ -355,6 +355,8 @@ def detail_context(request, summary: WorkloadSummary, report: SummaryReport | No
             slot: page_parts.render(f"workloads.summary.{slot}", request, summary=summary, report=report)
             for slot in ("lowest_hourly", "memory_fit")
         },
+        # Summary → quotes → … → record: each step's state from the app that owns it (apps/workloads/progress.py).
+        "progress": progress.render_strip(request, summary),
         "missing": missing_rows(report.missing),
         "metric": _metric_context(summary),
         "facts": _fact_rows(summary),
