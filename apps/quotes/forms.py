@@ -215,7 +215,9 @@ class AnswerForm(forms.Form):
         choices=[("", _("Not answered yet")), *AnswerStatus.choices],
         required=False,
     )
-    value = forms.CharField(label=_("Answer"), widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    value = forms.CharField(
+        label=_("Answer"), widget=forms.Textarea(attrs={"rows": 2, "translate": "no"}), required=False
+    )
     evidence = forms.CharField(label=_("Evidence"), max_length=500, required=False)
     evidence_document = forms.ModelChoiceField(
         label=_("Evidence document"), queryset=QuoteDocument.objects.none(), required=False
