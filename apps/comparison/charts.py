@@ -390,6 +390,8 @@ def api_break_even(comparison: Comparison) -> dict | None:
     return {"data": data, "layout": layout}
 
 
+@readable_chart(lambda figure: _("Which part of the cheapest mix serves each hour of a representative day: the "
+                                 "reserved base, on-demand burst, then the API route for the overflow."))
 @escaped_figure
 def hybrid_hours(comparison: Comparison) -> dict | None:
     """Which part of the hybrid plan serves each hour of a representative window: stacked bars, one per block of the

@@ -75,8 +75,8 @@ def test_the_migration_hashes_the_old_authtoken_keys_and_they_keep_working():
     user = UserFactory(username="legacy", roles=["finance"])
     old_key = "401f7ac837da42b97f613d789819ff93537bee6a"
     with connection.cursor() as cursor:
-        cursor.execute('CREATE TABLE "authtoken_token" ("key" varchar(40) PRIMARY KEY, "created" datetime NOT NULL,'
-                       ' "user_id" integer NOT NULL)')
+        cursor.execute('CREATE TABLE "authtoken_token" ("key" varchar(40) PRIMARY KEY,'
+                       ' "created" timestamp with time zone NOT NULL, "user_id" integer NOT NULL)')
         cursor.execute('INSERT INTO "authtoken_token" ("key", "created", "user_id") VALUES (%s, %s, %s)',
                        [old_key, "2024-05-01 10:00:00", user.pk])
     try:

@@ -12,6 +12,7 @@ from apps.accounts.permissions import HasAnyRole
 from apps.accounts.roles import Role, has_role
 from apps.budgets import selectors, services
 from apps.budgets.api import serializers
+from apps.budgets.models import PolicyMode
 
 
 class ReadAnyRoleWriteFinance(HasAnyRole):
@@ -81,6 +82,7 @@ class BudgetPolicyViewSet(_ScopedViewSet):
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
         team = serializers.team_from(serializer, data)
+        data.setdefault("mode", PolicyMode.WARN)  # the model's default when the body leaves it out
         serializer.instance = services.policy_set(actor=self.request.user, team=team, **data)
 
     def perform_update(self, serializer):

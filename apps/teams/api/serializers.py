@@ -34,7 +34,7 @@ class MembershipSerializer(CreateOnlyFieldsMixin, serializers.ModelSerializer):
     user = ScopedSlugRelatedField(slug_field="username", model=get_user_model(), for_user=people_addable_by)
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     roles = RolesField(required=False)
-    email = serializers.EmailField(source="user.email", read_only=True)
+    email = serializers.CharField(source="user.email", read_only=True)  # "" when none was given
 
     class Meta:
         model = Membership
