@@ -1,11 +1,21 @@
 """Fixtures shared by every test: teams, users per role, an outsider, signed-in clients."""
 
 import pytest
+from django.utils import translation
 
 from tests.factories import TeamFactory, UserFactory
 
 # With CI=true, a skip whose reason is not on the allow-list fails the run.
 pytest_plugins = ["tests.skip_allowlist"]
+
+
+@pytest.fixture(autouse=True)
+def _default_language():
+    # A request in another language leaves that language active in the thread (LocaleMiddleware does not reset
+    # it): the next test would read French or Indonesian messages. Each test starts and ends in the default.
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ from decimal import Decimal
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import translation
 
 from apps.catalog.models import DeviceKind, FormFactor, SpecKey
 from apps.catalog.services import gpu_model_create, gpu_spec_set
@@ -66,7 +67,7 @@ def test_a_whole_gpu_with_a_share_is_refused():
 
 def test_the_parent_of_a_mig_profile_must_be_a_whole_gpu():
     mig = gpu_model_create(actor="test", **mig_fields(GpuModelFactory()))
-    with pytest.raises(ValidationError, match="must be a whole GPU"):
+    with translation.override("en"), pytest.raises(ValidationError, match="must be a whole GPU"):
         gpu_model_create(actor="test", **mig_fields(mig, variant="MIG of a MIG"))
 
 
