@@ -5,9 +5,8 @@ checked, and any problem raises `ActualsInvalid` carrying every `CellError` foun
 header is row 1; in the API, the position of the day in the list, from 1) and the column. Nothing is returned, so
 nothing can be saved, unless every row is good.
 
-The sheet is read the way apps/quotes/importing.py reads quotes: the first worksheet of an XLSX, opened read-only
-with openpyxl and streamed (its declared size refused before a row is read, the rows counted while they stream, the
-unpacked size capped), a CSV as UTF-8; reading stops at the first row past `MAX_ROWS` data rows.
+The sheet is read by apps/common/sheets.py, as the quote import reads quotes: the first worksheet of an XLSX,
+streamed and bounded, or a UTF-8 CSV; reading stops at the first row past `MAX_ROWS` data rows.
 
 Errors are codes with parameters (`CellError.code`, `.params`) and an English sentence (`.message`); the Django side
 (apps/actuals/messages.py) writes them in the reader's language.
@@ -19,14 +18,12 @@ import csv
 import datetime
 import io
 import re
-import zipfile
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from apps.common import money
+from apps.common import money, sheets
 
 #: One row per day: at most this many days per upload (five and a half years), so an upload is always a bounded read.
 MAX_ROWS = 2000
@@ -150,130 +147,18 @@ def template_csv() -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Reading the sheet (streamed, bounded)
+# Reading the sheet (streamed, bounded: apps/common/sheets.py)
+
+LIMITS = sheets.SheetLimits(max_rows=MAX_ROWS, max_columns=MAX_COLUMNS, max_empty_rows=MAX_EMPTY_ROWS,
+                            max_unpacked_bytes=MAX_UNPACKED_BYTES)
 
 
 def read_sheet(name: str, content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
     """(headers, [(sheet row number, {header: cell})]) of the non-empty data rows of a .csv or .xlsx file."""
-    lower = (name or "").lower()
-    if lower.endswith(".xlsx"):
-        return _read_xlsx(content)
-    if lower.endswith(".csv"):
-        return _read_csv(content)
-    raise _sheet_error("not_csv_or_xlsx")
-
-
-def _blank(cell: Any) -> bool:
-    return cell is None or (isinstance(cell, str) and not cell.strip())
-
-
-def _collect(numbered_rows: Iterable[tuple[int, Any]], headers: list[str]) -> list[tuple[int, dict]]:
-    """The non-empty data rows, refusing as soon as a limit is passed (never after reading the whole file)."""
-    last_row = MAX_ROWS + MAX_EMPTY_ROWS + 1  # + the header
-    rows = []
-    for number, cells in numbered_rows:
-        if number > last_row:
-            raise _sheet_error("too_long", row=last_row, max=MAX_ROWS)
-        if all(_blank(cell) for cell in cells):
-            continue
-        rows.append((number, dict(zip(headers, cells, strict=False))))
-        if len(rows) > MAX_ROWS:
-            raise _sheet_error("too_many_rows", max=MAX_ROWS)
-    return rows
-
-
-def _read_csv(content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
     try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise _sheet_error("not_utf8") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        headers = [header.strip() for header in next(reader)]
-        # reader.line_num is read after each row is taken: a row spanning lines is numbered by its last line.
-        return headers, _collect(((reader.line_num, cells) for cells in reader), headers)
-    except StopIteration:
-        raise _sheet_error("empty") from None
-    except csv.Error:
-        raise _sheet_error("not_csv") from None
-
-
-_XLSX_ERRORS = (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, TypeError, SyntaxError, EOFError,
-                IndexError)
-
-
-def _first_sheet(content: bytes):
-    """The workbook's first worksheet, read-only, sized only from the declaration before its data (openpyxl would
-    otherwise parse an undeclared sheet to its end when it opens the file) — as apps/quotes/importing.py does.
-    (openpyxl 3.1, pinned in pyproject.toml.)"""
-    from openpyxl.reader.excel import ExcelReader
-    from openpyxl.styles.stylesheet import apply_stylesheet
-    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
-    from openpyxl.worksheet._reader import DATA_TAG, DIMENSION_TAG
-    from openpyxl.worksheet.dimensions import SheetDimension
-    from openpyxl.xml.functions import iterparse
-
-    class FirstSheet(ReadOnlyWorksheet):
-        def _get_size(self):
-            with self._get_source() as source:
-                for _event, element in iterparse(source, events=("start",)):
-                    if element.tag == DIMENSION_TAG:
-                        bounds = SheetDimension.from_tree(element).boundaries
-                        self._min_column, self._min_row, self._max_column, self._max_row = bounds
-                        return
-                    if element.tag == DATA_TAG:
-                        return  # no declaration: the rows are counted while they stream
-
-    with zipfile.ZipFile(io.BytesIO(content)) as archive:
-        if sum(item.file_size for item in archive.infolist()) > MAX_UNPACKED_BYTES:
-            raise _sheet_error("too_big_unpacked", size=MAX_UNPACKED_BYTES // (1024 * 1024))
-    reader = ExcelReader(io.BytesIO(content), read_only=True, data_only=True)
-    try:
-        reader.read_manifest()
-        reader.read_strings()
-        reader.read_workbook()
-        apply_stylesheet(reader.archive, reader.wb)
-        for sheet, relation in reader.parser.find_sheets():
-            if relation.target in reader.valid_files and "chartsheet" not in relation.Type:
-                return reader.archive, FirstSheet(reader.wb, sheet.name, relation.target, reader.shared_strings)
-    except BaseException:
-        reader.archive.close()
-        raise
-    reader.archive.close()
-    raise _sheet_error("no_worksheet")
-
-
-def _within_columns(cells: tuple, number: int) -> tuple:
-    if len(cells) > MAX_COLUMNS and not _blank(cells[MAX_COLUMNS]):
-        raise _sheet_error("cells_past_columns", row=number, max=MAX_COLUMNS)
-    return cells[:MAX_COLUMNS]
-
-
-def _read_xlsx(content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
-    try:
-        archive, sheet = _first_sheet(content)
-    except _XLSX_ERRORS:
-        raise _sheet_error("not_xlsx") from None
-    try:
-        if sheet.max_row is not None and sheet.max_row > MAX_ROWS + MAX_EMPTY_ROWS + 1:
-            raise _sheet_error("declares_too_many_rows", rows=sheet.max_row - 1, max=MAX_ROWS)
-        if sheet.max_column is not None and sheet.max_column > MAX_COLUMNS:
-            raise _sheet_error("declares_too_many_columns", columns=sheet.max_column, max=MAX_COLUMNS)
-        sheet.reset_dimensions()  # count while streaming, whatever the declaration said
-        iterator = enumerate(sheet.iter_rows(max_col=MAX_COLUMNS + 1, values_only=True), start=1)
-        try:
-            _number, header_cells = next(iterator)
-        except StopIteration:
-            raise _sheet_error("empty") from None
-        headers = [str(cell).strip() if cell is not None else "" for cell in _within_columns(header_cells, 1)]
-        while headers and not headers[-1]:
-            headers.pop()
-        rows = _collect(((number, _within_columns(cells, number)) for number, cells in iterator), headers)
-    except _XLSX_ERRORS:
-        raise _sheet_error("not_xlsx") from None
-    finally:
-        archive.close()
-    return headers, rows
+        return sheets.read_sheet(name, content, LIMITS)
+    except sheets.SheetUnreadable as unreadable:
+        raise _sheet_error(unreadable.code, **unreadable.params) from None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -9,8 +9,6 @@ from __future__ import annotations
 import csv
 import datetime
 import io
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -22,7 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from apps.catalog.models import GpuModel
-from apps.common import money
+from apps.common import money, sheets
 from apps.quotes import services
 from apps.quotes.models import (
     BillingGranularity,
@@ -165,16 +163,27 @@ class SheetError(Exception):
 MAX_COLUMNS = 200
 #: Empty rows tolerated among and after the data rows before the sheet is refused (a formatted tail, say).
 MAX_EMPTY_ROWS = MAX_ROWS
+#: The most a workbook may hold once unpacked (the zip's own sizes; a 64 KB upload can unpack to gigabytes).
+MAX_UNPACKED_BYTES = 64 * 1024 * 1024
+LIMITS = sheets.SheetLimits(max_rows=MAX_ROWS, max_columns=MAX_COLUMNS, max_empty_rows=MAX_EMPTY_ROWS,
+                            max_unpacked_bytes=MAX_UNPACKED_BYTES)
 
-
-def _too_many_rows(rows_read: int) -> SheetError:
-    return SheetError(_("At most %(max)s rows per import.") % {"max": MAX_ROWS}, rows_read=rows_read)
-
-
-def _too_long(last_row: int, rows_read: int) -> SheetError:
-    return SheetError(
-        _("The sheet goes on past row %(row)s (empty rows included); at most %(max)s rows per import. Delete the rows "
-          "below your data.") % {"row": last_row, "max": MAX_ROWS}, rows_read=rows_read)
+#: The reader's codes (apps/common/sheets.py) in the importer's words.
+SHEET_MESSAGES = {
+    "not_csv_or_xlsx": gettext_lazy("Upload a .csv or .xlsx file."),
+    "empty": gettext_lazy("The file is empty."),
+    "not_utf8": gettext_lazy("The CSV file is not UTF-8 text."),
+    "not_csv": gettext_lazy("The file is not a readable CSV file."),
+    "not_xlsx": gettext_lazy("The file is not a readable XLSX workbook."),
+    "no_worksheet": gettext_lazy("The workbook has no worksheet."),
+    "too_big_unpacked": gettext_lazy("The workbook is over %(size)s MB once unpacked; split it."),
+    "too_many_rows": gettext_lazy("At most %(max)s rows per import."),
+    "too_long": gettext_lazy("The sheet goes on past row %(row)s (empty rows included); at most %(max)s rows per "
+                             "import. Delete the rows below your data."),
+    "declares_too_many_rows": gettext_lazy("The sheet declares %(rows)s rows; at most %(max)s rows per import."),
+    "declares_too_many_columns": gettext_lazy("The sheet declares %(columns)s columns; at most %(max)s are read."),
+    "cells_past_columns": gettext_lazy("Row %(row)s has cells past column %(max)s."),
+}
 
 
 def read_sheet(name: str, content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
@@ -182,139 +191,11 @@ def read_sheet(name: str, content: bytes) -> tuple[list[str], list[tuple[int, di
 
     The row limit is checked while the file streams: reading stops, with a SheetError, at the first row past
     MAX_ROWS data rows (or past MAX_ROWS + MAX_EMPTY_ROWS rows in all), never after reading the whole file."""
-    lower = (name or "").lower()
-    if lower.endswith(".xlsx"):
-        return _read_xlsx(content)
-    if lower.endswith(".csv"):
-        return _read_csv(content)
-    raise SheetError(_("Upload a .csv or .xlsx file."))
-
-
-def _collect(numbered_rows, headers: list[str]) -> list[tuple[int, dict]]:
-    """The non-empty data rows of (sheet row number, cells), refusing as soon as a limit is passed."""
-    last_row = MAX_ROWS + MAX_EMPTY_ROWS + 1  # + the header
-    rows, read = [], 0
-    for number, cells in numbered_rows:
-        read += 1
-        if number > last_row:
-            raise _too_long(last_row, read)
-        if not any(cell not in (None, "") and not (isinstance(cell, str) and not cell.strip()) for cell in cells):
-            continue
-        rows.append((number, dict(zip(headers, cells, strict=False))))
-        if len(rows) > MAX_ROWS:
-            raise _too_many_rows(read)
-    return rows
-
-
-def _read_csv(content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
     try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise SheetError(_("The CSV file is not UTF-8 text.")) from None
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        headers = [header.strip() for header in next(reader)]
-    except StopIteration:
-        raise SheetError(_("The file is empty.")) from None
-    except csv.Error:
-        raise SheetError(_("The file is not a readable CSV file.")) from None
-    try:
-        # reader.line_num is read after each row is taken: the sheet row number of a row spanning lines is its last.
-        return headers, _collect(((reader.line_num, cells) for cells in reader), headers)
-    except csv.Error:
-        raise SheetError(_("The file is not a readable CSV file.")) from None
-
-
-_XLSX_ERRORS = (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, TypeError, SyntaxError, EOFError,
-                IndexError)
-#: The most a workbook may hold once unpacked (the zip's own sizes; a 64 KB upload can unpack to gigabytes).
-MAX_UNPACKED_BYTES = 64 * 1024 * 1024
-
-
-def _first_sheet(content: bytes):
-    """The workbook's first worksheet, read-only, opened without reading its rows.
-
-    openpyxl's load_workbook(read_only=True) sizes every sheet when it opens the file, and a sheet that declares no
-    size is parsed to its end for that: a sheet of millions of rows ties the worker up before a row is counted.
-    This opens the package with openpyxl's own reader steps and sizes only the first sheet, from the declaration
-    before its data (or not at all). (openpyxl 3.1, pinned in pyproject.toml.)"""
-    from openpyxl.reader.excel import ExcelReader
-    from openpyxl.styles.stylesheet import apply_stylesheet
-    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
-    from openpyxl.worksheet._reader import DATA_TAG, DIMENSION_TAG
-    from openpyxl.worksheet.dimensions import SheetDimension
-    from openpyxl.xml.functions import iterparse
-
-    class FirstSheet(ReadOnlyWorksheet):
-        def _get_size(self):
-            with self._get_source() as source:
-                for _event, element in iterparse(source, events=("start",)):
-                    if element.tag == DIMENSION_TAG:
-                        bounds = SheetDimension.from_tree(element).boundaries
-                        self._min_column, self._min_row, self._max_column, self._max_row = bounds
-                        return
-                    if element.tag == DATA_TAG:
-                        return  # no declaration: the rows are counted while they stream
-
-    archive = zipfile.ZipFile(io.BytesIO(content))
-    if sum(item.file_size for item in archive.infolist()) > MAX_UNPACKED_BYTES:
-        archive.close()
-        raise SheetError(_("The workbook is over %(size)s MB once unpacked; split it.")
-                         % {"size": MAX_UNPACKED_BYTES // (1024 * 1024)})
-    archive.close()
-    reader = ExcelReader(io.BytesIO(content), read_only=True, data_only=True)
-    try:
-        reader.read_manifest()
-        reader.read_strings()
-        reader.read_workbook()
-        apply_stylesheet(reader.archive, reader.wb)
-        for sheet, relation in reader.parser.find_sheets():
-            if relation.target in reader.valid_files and "chartsheet" not in relation.Type:
-                return reader.archive, FirstSheet(reader.wb, sheet.name, relation.target, reader.shared_strings)
-    except BaseException:
-        reader.archive.close()
-        raise
-    reader.archive.close()
-    raise SheetError(_("The workbook has no worksheet."))
-
-
-def _read_xlsx(content: bytes) -> tuple[list[str], list[tuple[int, dict]]]:
-    try:
-        archive, sheet = _first_sheet(content)
-    except _XLSX_ERRORS:
-        raise SheetError(_("The file is not a readable XLSX workbook.")) from None
-    try:
-        # The declared size first: a sheet that says it is too big is refused before a row is read.
-        if sheet.max_row is not None and sheet.max_row > MAX_ROWS + MAX_EMPTY_ROWS + 1:
-            raise SheetError(_("The sheet declares %(rows)s rows; at most %(max)s rows per import.")
-                             % {"rows": sheet.max_row - 1, "max": MAX_ROWS})
-        if sheet.max_column is not None and sheet.max_column > MAX_COLUMNS:
-            raise SheetError(_("The sheet declares %(columns)s columns; at most %(max)s are read.")
-                             % {"columns": sheet.max_column, "max": MAX_COLUMNS})
-        # Then count while streaming, whatever the declaration said (it may be missing, or too small: openpyxl would
-        # stop at a too-small one and silently drop the rest).
-        sheet.reset_dimensions()
-        iterator = enumerate(sheet.iter_rows(max_col=MAX_COLUMNS + 1, values_only=True), start=1)
-        try:
-            _number, header_cells = next(iterator)
-        except StopIteration:
-            raise SheetError(_("The file is empty.")) from None
-        header_cells = _within_columns(header_cells, 1)
-        headers = [str(cell).strip() if cell is not None else "" for cell in header_cells]
-        while headers and not headers[-1]:
-            headers.pop()
-        rows = _collect(((number, _within_columns(cells, number)) for number, cells in iterator), headers)
-    except _XLSX_ERRORS:
-        raise SheetError(_("The file is not a readable XLSX workbook.")) from None
-    finally:
-        archive.close()
-    return headers, rows
-
-
-def _within_columns(cells: tuple, number: int) -> tuple:
-    if len(cells) > MAX_COLUMNS and cells[MAX_COLUMNS] not in (None, ""):
-        raise SheetError(_("Row %(row)s has cells past column %(max)s.") % {"row": number, "max": MAX_COLUMNS})
-    return cells[:MAX_COLUMNS]
+        return sheets.read_sheet(name, content, LIMITS)
+    except sheets.SheetUnreadable as unreadable:
+        message = str(SHEET_MESSAGES[unreadable.code]) % unreadable.params
+        raise SheetError(message, rows_read=unreadable.rows_read) from None
 
 
 # ---------------------------------------------------------------------------------------------------------------

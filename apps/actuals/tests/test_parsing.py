@@ -3,6 +3,7 @@ no database)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import io
 from decimal import Decimal
@@ -99,8 +100,7 @@ def test_an_xlsx_is_read_like_the_csv_with_spreadsheet_dates_and_numbers():
 
 
 def test_the_row_limit_stops_the_read(monkeypatch):
-    monkeypatch.setattr(parsing, "MAX_ROWS", 3)
-    monkeypatch.setattr(parsing, "MAX_EMPTY_ROWS", 3)
+    monkeypatch.setattr(parsing, "LIMITS", dataclasses.replace(parsing.LIMITS, max_rows=3, max_empty_rows=3))
     rows = [f"2026-01-0{day},1,1,1,1,USD" for day in range(1, 5)]
     with pytest.raises(ActualsInvalid) as caught:
         parse_sheet("long.csv", _csv(*rows))
