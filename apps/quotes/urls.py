@@ -13,7 +13,6 @@ urlpatterns = [
     path("<int:pk>/documents/new/", views.document_upload, name="document-upload"),
     path("<int:pk>/cost-lines/new/", views.cost_line_create, name="cost-line-create"),
     path("<int:pk>/checklist/", views.quote_checklist, name="quote-checklist"),
-    path("<int:pk>/checklist/<slug:group>/", views.checklist_section, name="checklist-section"),
     path("documents/<int:pk>/", views.document_download, name="document-download"),
     path("cost-lines/<int:pk>/edit/", views.cost_line_edit, name="cost-line-edit"),
     path("cost-lines/<int:pk>/remove/", views.cost_line_remove, name="cost-line-remove"),

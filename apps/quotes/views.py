@@ -11,7 +11,6 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -33,7 +32,6 @@ from apps.quotes.forms import (
     VendorForm,
 )
 from apps.quotes.models import (
-    ChecklistGroup,
     CostLine,
     PriceComponent,
     Quote,
@@ -310,10 +308,8 @@ def cost_line_remove(request, pk: int):
 # The checklist: every question on one page, saved in one transaction (a section alone can be saved too, by htmx)
 
 
-def _checklist_formset(quote: Quote, data=None, *, group: str | None = None) -> ChecklistFormSet:
+def _checklist_formset(quote: Quote, data=None) -> ChecklistFormSet:
     sections = selectors.checklist_sections(quote)
-    if group is not None:
-        sections = [section for section in sections if section.group == group]
     return ChecklistFormSet(data, quote=quote, sections=sections, facts=checklist_prefill.quote_facts(quote))
 
 
@@ -329,12 +325,11 @@ def _save_checklist(request, quote: Quote, formset: ChecklistFormSet) -> bool:
     return True
 
 
-def _section_context(request, quote: Quote, section, forms, saved: bool = False) -> dict:
+def _section_context(request, quote: Quote, section, forms) -> dict:
     return {
         "quote": quote,
         "section": section,
         "forms": forms,
-        "saved": saved,
         "can_write": can_write(request.user),
         "progress": selectors.checklist_progress(quote),
     }
@@ -368,33 +363,6 @@ def quote_checklist(request, pk: int):
         },
         status=400 if formset.has_errors else 200,
     )
-
-
-def checklist_section(request, pk: int, group: str):
-    """GET: one section. POST (platform/admin): save its answers, return the section and the new progress."""
-    if group not in ChecklistGroup.values:
-        raise Http404
-    quote = selectors.quote_get(request.user, pk)
-    if request.method != "POST":
-        ((section, forms),) = _checklist_formset(quote, group=group).sections
-        context = _section_context(request, quote, section, forms)
-        return render(request, "quotes/partials/checklist_section.html", context)
-    _require_writer(request)
-    formset = _checklist_formset(quote, request.POST, group=group)
-    saved = _save_checklist(request, quote, formset)
-    ((section, forms),) = formset.sections
-    if saved and not request.htmx:
-        messages.success(request, _("Section “%(section)s” saved.") % {"section": section.label})
-        return redirect(reverse("quotes:quote-checklist", args=[quote.pk]) + f"#section-{group}")
-    quote = selectors.quote_get(request.user, pk)
-    if saved:
-        ((section, forms),) = _checklist_formset(quote, group=group).sections
-    context = _section_context(request, quote, section, forms, saved=saved)
-    context["policy"] = selectors.policy_check(quote)
-    template = (
-        "quotes/partials/checklist_section_response.html" if request.htmx else "quotes/checklist_section_page.html"
-    )
-    return render(request, template, context, status=200 if saved or request.htmx else 400)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -26,63 +26,48 @@ def test_the_checklist_page_lists_the_four_groups_and_the_missing_answers(client
     assert ChecklistQuestion.objects.get(code="idle-capacity-billing").text_en in html
 
 
-def test_an_htmx_save_returns_the_section_and_the_new_progress(client_for, priced_quote, platform_user):
-    url = reverse("quotes:checklist-section", args=[priced_quote.pk, "hardware"])
-    response = client_for(platform_user).post(
-        url,
-        section_data("hardware", {
+def test_one_save_takes_the_answers_of_every_section(client_for, priced_quote, platform_user):
+    url = reverse("quotes:quote-checklist", args=[priced_quote.pk])
+    data = {
+        **section_data("hardware", {
             "gpu-model-memory-node": ("answered", "8× H200 SXM 141 GB, HGX board", "quote.pdf p. 1"),
             "interconnect": ("not_provided", "", ""),
             "placement": ("not_applicable", "", ""),
         }),
-        HTTP_HX_REQUEST="true",
-    )
-    assert response.status_code == 200
-    html = response.content.decode()
-    assert html.lstrip().startswith('<section class="checklist-section card" id="section-hardware">')
-    assert 'id="checklist-progress" hx-swap-oob="true"' in html
-    # The three given (placement's answer from the quote's region becomes the person's) + commercial-model from the
-    # quote.
-    assert "4 of 30 questions answered" in html
-    assert "Saved." in html
-    answers = {answer.question.code: answer.status for answer in ChecklistAnswer.objects.filter(quote=priced_quote)}
-    assert answers == {"gpu-model-memory-node": "answered", "interconnect": "not_provided",
-                       "placement": "not_applicable", "commercial-model": "answered"}
-
-
-def test_an_answer_without_its_value_is_refused_and_nothing_of_the_section_is_saved(
-    client_for, priced_quote, platform_user
-):
-    url = reverse("quotes:checklist-section", args=[priced_quote.pk, "software"])
-    response = client_for(platform_user).post(
-        url,
-        section_data("software", {"software-versions": ("answered", "", ""), "access-model": ("answered", "K8s", "")}),
-        HTTP_HX_REQUEST="true",
-    )
-    assert response.status_code == 200
-    assert "Write the answer, or mark it not provided or not applicable." in response.content.decode()
-    assert not ChecklistAnswer.objects.filter(origin="person").exists()
-
-
-def test_without_javascript_a_section_save_redirects_back(client_for, priced_quote, platform_user):
-    url = reverse("quotes:checklist-section", args=[priced_quote.pk, "commercial"])
-    response = client_for(platform_user).post(
-        url, section_data("commercial", {"commercial-model": ("answered", "On-demand, per second", "")})
-    )
+        **section_data("software", {"access-model": ("answered", "K8s", "")}),
+    }
+    response = client_for(platform_user).post(url, data)
     assert response.status_code == 302
-    assert response["Location"].endswith("#section-commercial")
+    assert response["Location"] == url
+    answers = {answer.question.code: answer.status for answer in ChecklistAnswer.objects.filter(quote=priced_quote)}
+    # The four given (placement's answer from the quote's region becomes the person's) + commercial-model from the
+    # quote.
+    assert answers == {"gpu-model-memory-node": "answered", "interconnect": "not_provided",
+                       "placement": "not_applicable", "access-model": "answered", "commercial-model": "answered"}
+    html = client_for(platform_user).get(url).content.decode()
+    assert "5 of 30 questions answered" in html
+
+
+def test_an_answer_without_its_value_refuses_the_whole_page(client_for, priced_quote, platform_user):
+    url = reverse("quotes:quote-checklist", args=[priced_quote.pk])
+    data = {
+        **section_data("hardware", {"interconnect": ("answered", "NVLink 4", "")}),
+        **section_data("software", {"software-versions": ("answered", "", ""),
+                                    "access-model": ("answered", "K8s", "")}),
+    }
+    response = client_for(platform_user).post(url, data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Nothing was saved: correct the answers marked below." in html
+    assert "Write the answer, or mark it not provided or not applicable." in html
+    assert not ChecklistAnswer.objects.filter(origin="person").exists()
 
 
 def test_finance_sees_the_answers_read_only(client_for, priced_quote, platform_user, finance_user):
     client_for(platform_user).post(
-        reverse("quotes:checklist-section", args=[priced_quote.pk, "hardware"]),
+        reverse("quotes:quote-checklist", args=[priced_quote.pk]),
         section_data("hardware", {"interconnect": ("answered", "NVLink 4 / NDR 400", "")}),
     )
     html = client_for(finance_user).get(reverse("quotes:quote-checklist", args=[priced_quote.pk])).content.decode()
     assert "NVLink 4 / NDR 400" in html
     assert "hx-post" not in html
-
-
-def test_an_unknown_section_is_404(client_for, priced_quote, platform_user):
-    response = client_for(platform_user).get(reverse("quotes:checklist-section", args=[priced_quote.pk, "nope"]))
-    assert response.status_code == 404

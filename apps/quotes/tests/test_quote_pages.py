@@ -188,7 +188,7 @@ def test_finance_reads_a_quote_but_cannot_change_it(client_for, finance_user, pr
          "observed_at": "2026-12-01T08:00"},
     )
     assert response.status_code == 403
-    assert client.post(reverse("quotes:checklist-section", args=[priced_quote.pk, "hardware"])).status_code == 403
+    assert client.post(reverse("quotes:quote-checklist", args=[priced_quote.pk])).status_code == 403
     for name in ("quotes:quote-create", "quotes:vendor-create", "quotes:quote-import", "quotes:rate-create",
                  "quotes:candidate-create"):
         assert client.get(reverse(name)).status_code == 403
@@ -205,7 +205,6 @@ def test_an_outsider_sees_nothing(client_for, outsider, priced_quote, platform_u
                  "quotes:cost-line-create", "quotes:document-upload"):
         assert client.get(reverse(name, args=[priced_quote.pk])).status_code == 404, name
     assert client.get(reverse("quotes:vendor-detail", args=[priced_quote.vendor_id])).status_code == 404
-    assert client.get(reverse("quotes:checklist-section", args=[priced_quote.pk, "hardware"])).status_code == 404
     listing = client.get(reverse("quotes:quote-list")).content.decode()
     assert "8× H200 on-demand" not in listing
 
@@ -230,6 +229,5 @@ def test_every_form_page_renders_for_platform(client_for, priced_quote, platform
         reverse("quotes:vendor-edit", args=[priced_quote.vendor_id]),
         reverse("quotes:vendor-detail", args=[priced_quote.vendor_id]),
         reverse("quotes:quote-checklist", args=[priced_quote.pk]),
-        reverse("quotes:checklist-section", args=[priced_quote.pk, "security"]),
     ):
         assert client.get(url).status_code == 200, url

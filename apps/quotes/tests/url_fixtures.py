@@ -78,7 +78,6 @@ URL_FIXTURES = {
     "quotes:document-upload": team_object(make_quote),
     "quotes:cost-line-create": team_object(make_quote),
     "quotes:quote-checklist": team_object(make_quote),
-    "quotes:checklist-section": team_object(lambda team: {"pk": make_quote(team).pk, "group": "hardware"}),
     "quotes:document-download": team_object(make_document),
     "quotes:cost-line-edit": team_object(make_cost_line),
     "quotes:cost-line-remove": team_object(make_cost_line),
