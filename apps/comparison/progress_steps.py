@@ -20,7 +20,7 @@ def comparison_step(user, summary, known: dict) -> progress.Step:
     url = reverse("comparison:comparison", args=[summary.pk])
     comparison = known.get("comparison")
     if comparison is None:
-        comparison = known["comparison"] = comparison_for(user, summary)
+        comparison = known["comparison"] = comparison_for(user, summary, details=False)
     unpriced = [result for result in comparison.results if result.row is None and result.training_row is None]
     if comparison.demand_problem is not None or unpriced:
         parts = []

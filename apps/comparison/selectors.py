@@ -1062,11 +1062,13 @@ def _rate_of(comparison: Comparison, currency: str) -> Decimal:
 
 
 def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | None = None,
-                   focus_id: str | int | None = None) -> Comparison:
+                   focus_id: str | int | None = None, details: bool = True) -> Comparison:
     """Everything the comparison page, its exports and the API show about one workload version.
 
     `chosen_id` (a candidate id) asks the six-mistakes check about that choice (a decision record passes its own);
     `focus_id` picks the candidate of the sensitivity chart (default: the chosen one, else the cheapest).
+    `details=False` stops after the rows and the six-mistakes check (no sensitivity, break-even or hybrid option):
+    what a progress strip needs on every page view.
     """
     currency = summary.team.reporting_currency
     candidates = list(candidates_for_comparison(user, summary))
@@ -1102,7 +1104,7 @@ def comparison_for(user, summary: WorkloadSummary, *, chosen_id: str | int | Non
         summary=summary, currency=currency, demand=demand, demand_problem=demand_problem, results=results,
         rules=rule_results(situation, labels), chosen_id=chosen, exchange_rates=rates, training=training,
     )
-    if demand is None:
+    if demand is None or not details:
         comparison.focus = comparison.cheapest
         return comparison
     by_id = {result.id: result for result in comparison.rows}
