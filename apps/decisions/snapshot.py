@@ -178,8 +178,25 @@ def comparison_to_data(comparison: comparison_selectors.Comparison) -> dict:
             "sensitivity": list(comparison.sensitivity),
             "sensitivity_problem": comparison.sensitivity_problem,
             "break_even": comparison.break_even,
+            "hybrid": _hybrid_data(comparison.hybrid),
+            "hybrid_problem": comparison.hybrid_problem,
         }
     )
+
+
+def _hybrid_data(option: comparison_selectors.HybridOption | None) -> dict | None:
+    """The hybrid row as signed: its plan and figures, and the candidates its parts come from (by id)."""
+    if option is None:
+        return None
+    return {
+        "plan": option.plan,
+        "parts": {name: result.id for name, result in option.parts.items()},
+        "provenance": option.provenance,
+        "notes": option.notes,
+        "unmeasured": option.unmeasured,
+        "currency": option.currency,
+        "label": option.label,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -377,6 +394,25 @@ def comparison_from_data(data: Mapping, *, language: str | None = None) -> compa
         sensitivity=tuple(rebuild(cost_model.SensitivityBar, bar) for bar in data["sensitivity"]),
         sensitivity_problem=data["sensitivity_problem"],
         break_even=rebuild(comparison_selectors.BreakEven, data["break_even"]),
+        hybrid=_hybrid(data.get("hybrid"), by_id),
+        hybrid_problem=data.get("hybrid_problem", ""),
+    )
+
+
+def _hybrid(data: Mapping | None, by_id: Mapping[str, comparison_selectors.CandidateResult]
+            ) -> comparison_selectors.HybridOption | None:
+    """The frozen hybrid row (None in a snapshot frozen before hybrid rows were frozen: the record had none)."""
+    if data is None:
+        return None
+    hints = typing.get_type_hints(comparison_selectors.HybridOption)
+    return comparison_selectors.HybridOption(
+        plan=rebuild(hints["plan"], data["plan"]),
+        parts={name: by_id[candidate_id] for name, candidate_id in data["parts"].items()},
+        provenance=rebuild(hints["provenance"], data["provenance"]),
+        notes=rebuild(hints["notes"], data["notes"]),
+        unmeasured=list(data["unmeasured"]),
+        currency=data["currency"],
+        label=data["label"],
     )
 
 

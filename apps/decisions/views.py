@@ -237,6 +237,7 @@ def _record_context(request, record, *, stage_form: StageForm | None = None) -> 
         "summary": comparison.summary,
         "comparison": comparison,
         "rows": display.table_rows(comparison),
+        "hybrid": display.hybrid_row(comparison),
         "charts": display.chart_list(comparison),
         "stages": stages,
         "rounds": _rounds(stages),

@@ -38,3 +38,36 @@ def test_a_rehearsal_frozen_into_a_record_stays_a_rehearsal(team):
     assert frozen.rehearsals[0]["value"] == Decimal("7.5")
     assert "capacity_at_slo" not in {name for name, item in frozen.inputs.items() if item.source == "measured"
                                      and item.value == Decimal("7.5")}
+
+
+def test_the_hybrid_row_is_frozen_with_the_record(team):
+    """The record reads the hybrid plan it was signed with, not one computed again from the live inputs."""
+    setup = build.accepted(team, choose="b")
+    data = setup.record.snapshot["comparison"]
+    assert data["hybrid"] is not None and data["hybrid_problem"] == ""
+    frozen = comparison_from_data(copy.deepcopy(data)).hybrid
+    assert frozen.label == "B reserved H200 + C API route"
+    assert frozen.plan.total_cost.quantize(Decimal("0.01")) == Decimal("5081.02")
+    assert [(part.part, part.used) for part in frozen.plan.parts] == [
+        ("reserved", True), ("on_demand", False), ("api", True)]
+    assert frozen.parts["reserved"].candidate.pk == setup.example.b.pk
+    assert {note.code for note in frozen.notes} >= {"unused", "versus_cheapest"}
+    # It is read from the snapshot, never computed again from the inputs.
+    data["hybrid"]["plan"]["total_cost"] = "1"
+    assert comparison_from_data(copy.deepcopy(data)).hybrid.plan.total_cost == Decimal("1")
+
+
+def test_the_record_page_shows_the_frozen_hybrid_row(team, client):
+    setup = build.accepted(team, choose="b")
+    client.force_login(setup.people.finance)
+    html = client.get(setup.record.get_absolute_url()).content.decode()
+    assert 'id="candidate-hybrid"' in html and "B reserved H200 + C API route" in html
+
+
+def test_a_snapshot_frozen_before_hybrid_rows_has_none(team):
+    setup = build.accepted(team, choose="b")
+    data = copy.deepcopy(setup.record.snapshot["comparison"])
+    data.pop("hybrid")
+    data.pop("hybrid_problem")
+    comparison = comparison_from_data(data)
+    assert comparison.hybrid is None and comparison.hybrid_problem == ""
