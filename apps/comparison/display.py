@@ -240,8 +240,9 @@ def hybrid_note_text(note: HybridNote, currency: str) -> str:
     if code == "unused":
         return _("%(label)s is not used: the mix is cheaper without it") % params
     if code == "reserve_break_even":
-        return _("reserving beats on demand for load needed more than %(hours)s hours a period (u* = %(share)s)") % {
-            "hours": _number(params["hours"]), "share": _number(params["utilisation"])}
+        return _("reserving beats on demand for load needed more than %(hours)s hours a period (the break-even "
+                 "utilisation: %(share)s of the operating hours)") % {
+            "hours": _number(params["hours"]), "share": _percent(params["utilisation"])}
     if code == "burst_break_even":
         return _("a burst GPU-hour beats the API above %(outputs)s accepted outputs") % {
             "outputs": _number(params["outputs"])}

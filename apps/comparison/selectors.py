@@ -1210,7 +1210,7 @@ HYBRID_NOTE_TEXTS = {
     "overflow": "overflow: {outputs} accepted outputs per period to {label}",
     "unused": "{label} is not used: the mix is cheaper without it",
     "reserve_break_even": "reserving beats on demand for load needed more than {hours} hours a period "
-                          "(u* = {utilisation})",
+                          "(the break-even utilisation: {utilisation} × the operating hours)",
     "burst_break_even": "a burst GPU-hour beats the API above {outputs} accepted outputs",
     "base_break_even": "a base unit beats the API above {outputs} accepted outputs a period",
     "unmeasured": "uses an unmeasured part: {labels} (capacity not measured by a benchmark)",

@@ -125,3 +125,17 @@ def test_the_reserve_break_even_says_what_u_star_is(client_for, team, platform_u
     page = client_for(platform_user).get(f"/comparison/workloads/{example.summary.pk}/").content.decode()
     assert 'class="chart-caption" id="caption-break-even-reserve"' in page
     assert "aria-describedby=\"caption-break-even-reserve\"" in page
+
+
+@pytest.mark.django_db
+def test_the_hybrid_notes_name_the_break_even_utilisation_in_words(client_for, team, platform_user):
+    """The hybrid row's note once read "(u* = 1.2800)": now a share of the operating hours, in words."""
+    from apps.comparison.display import hybrid_row
+
+    example = worked_example(team, platform_user)
+    comparison = comparison_for(platform_user, example.summary)
+    notes = hybrid_row(comparison).notes + [note.text for note in comparison.hybrid.notes]
+    reserve = [note for note in notes if note.startswith("reserving beats on demand")]
+    assert len(reserve) == 2 and all("break-even utilisation" in note for note in reserve)
+    assert not any("u*" in note for note in notes)
+    assert reserve[0].endswith("% of the operating hours)") and reserve[1].endswith("× the operating hours)")
