@@ -55,6 +55,7 @@ class JobPlanForm(forms.Form):
     #: shown on the form but not kept with the plan (figures of the workload the form shows for reference)
     derived_fields: ClassVar[tuple[str, ...]] = ()
     problem_fields: ClassVar[tuple[tuple[str, str], ...]] = ()
+    candidate_help: ClassVar[Any] = ""
     #: templates receive the class itself (its title and lead): they must not call it
     do_not_call_in_templates = True
 
@@ -77,6 +78,8 @@ class JobPlanForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.team = team
         self.fields["candidate"].queryset = Candidate.objects.for_team(team).select_related("quote")
+        if self.candidate_help:
+            self.fields["candidate"].help_text = self.candidate_help
         self.fields["target_pool"].queryset = AgentPool.objects.for_team(team).filter(is_active=True)
         self.fields["target_agent"].queryset = Agent.objects.filter(pool__team=team, revoked_at__isnull=True)
         self.plan_spec: dict[str, Any] | None = None
@@ -200,6 +203,7 @@ class SweepPlanForm(JobPlanForm):
                         "phase-4 inputs.")
     derived_fields = ("target_rate",)
     problem_fields = _PROBLEM_FIELDS
+    candidate_help = gettext_lazy("Its phase-4 inputs receive the measured capacity, latency and failure rate.")
 
     endpoint_url = forms.URLField(
         label=gettext_lazy("Endpoint URL"), max_length=500, assume_scheme="http",
