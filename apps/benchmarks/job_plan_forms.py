@@ -160,7 +160,7 @@ def candidate_datasheet(candidate: Candidate) -> dict[str, Any]:
             datasheet[path[0]] = value
         else:
             datasheet.setdefault(path[0], {})[path[1]] = value
-        sources.append(f"{figure.key} {figure.value} {figure.unit}: {figure.source} "
+        sources.append(f"{figure.key} {figure.value.normalize():f} {figure.unit}: {figure.source} "
                        f"(as of {figure.as_of.isoformat()})")
     datasheet["source"] = f"catalog: {gpu.display_name}: " + ("; ".join(sources) if sources else "no figures")
     return datasheet
