@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 
 from apps.accounts.roles import Role, has_role
-from apps.benchmarks import memory_fit
+from apps.benchmarks import job_plan_forms, memory_fit
 from apps.benchmarks.measurements import REHEARSAL_LABEL, UNLINKED_LABEL, reason_labels
 from apps.benchmarks.models import FigureMeasurement
 from apps.benchmarks.templatetags.resilience import acceptance_flags, resilience_results
@@ -62,7 +62,8 @@ def results_on_candidate(request, *, candidate) -> str:
     user = getattr(request, "user", None)
     link = ""
     if user is not None and has_role(user, Role.PLATFORM, Role.ADMIN):
-        link = render_to_string("benchmarks/partials/sweep_plan_link.html", {"candidate": candidate}, request=request)
+        link = render_to_string("benchmarks/partials/candidate_plan_links.html",
+                                {"plan_form_links": job_plan_forms.plan_form_links(candidate)}, request=request)
     throughput = render_to_string("benchmarks/partials/throughput_results.html",
                                   throughput_results(candidate=candidate), request=request)
     resilience = render_to_string("benchmarks/partials/resilience_results.html",

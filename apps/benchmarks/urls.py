@@ -3,6 +3,7 @@
 from django.urls import path
 
 from apps.benchmarks import views
+from apps.benchmarks.job_plan_forms import PLAN_FORMS
 
 app_name = "benchmarks"
 
@@ -10,11 +11,14 @@ urlpatterns = [
     path("", views.plan_list, name="plan-list"),
     path("plans/new/", views.plan_create_view, name="plan-create"),
     path("plans/<int:pk>/", views.plan_detail, name="plan-detail"),
-    path("plans/new/sweep/", views.plan_sweep_create_view, name="plan-sweep-create"),
     path("plans/<int:pk>/dispatch/", views.plan_dispatch_view, name="plan-dispatch"),
     path("plans/<int:pk>/edit/", views.plan_edit_view, name="plan-edit"),
-    path("plans/<int:pk>/edit/sweep/", views.plan_sweep_edit_view, name="plan-sweep-edit"),
     path("plans/<int:pk>/copy/", views.plan_copy_view, name="plan-copy"),
+    # One create and one edit page per plan form: plan-sweep-create, plan-operations-edit, ...
+    *(path(f"plans/new/{form.slug}/", views.plan_form_create_view, {"form_kind": kind}, name=f"plan-{form.slug}-create")
+      for kind, form in PLAN_FORMS.items()),
+    *(path(f"plans/<int:pk>/edit/{form.slug}/", views.plan_form_edit_view, {"form_kind": kind},
+           name=f"plan-{form.slug}-edit") for kind, form in PLAN_FORMS.items()),
     path("agents/<int:agent_pk>/inventory/", views.run_inventory, name="run-inventory"),
     path("jobs/", views.job_list, name="job-list"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),

@@ -9,11 +9,12 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import FileResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, has_role
-from apps.benchmarks import plan_forms
+from apps.benchmarks import job_plan_forms
 from apps.benchmarks.filters import JobFilterSet, PlanFilterSet
 from apps.benchmarks.forms import CancelForm, PlanForm
 from apps.benchmarks.models import FINAL_JOB_STATUSES, PlanStatus
@@ -55,6 +56,7 @@ def plan_list(request):
     filterset = PlanFilterSet(request.GET or None, queryset=plans_for_user(request.user), request=request)
     return render(request, "benchmarks/plan_list.html", {
         "filterset": filterset, "plans": filterset.qs[:200], "can_operate": has_role(request.user, *OPERATOR_ROLES),
+        "plan_form_links": job_plan_forms.plan_form_links(),
     })
 
 
@@ -76,7 +78,8 @@ def plan_create_view(request):
             messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
             return redirect(plan)
     status = 400 if request.method == "POST" else 200
-    return render(request, "benchmarks/plan_form.html", {"form": form, "team": team}, status=status)
+    return render(request, "benchmarks/plan_form.html", {
+        "form": form, "team": team, "plan_form_links": job_plan_forms.plan_form_links()}, status=status)
 
 
 def _operable_plan(request, pk: int):
@@ -107,17 +110,25 @@ def plan_edit_view(request, pk: int):
             messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
             return redirect(plan)
     return render(request, "benchmarks/plan_form.html", {
-        "form": form, "team": plan.team, "plan": plan, "sweep_form": plan_forms.initial_from_plan(plan) is not None,
+        "form": form, "team": plan.team, "plan": plan, **_made_by_form(plan),
     }, status=400 if request.method == "POST" else 200)
 
 
-def _sweep_page(request, form, *, plan=None, candidate=None):
-    return render(request, "benchmarks/plan_sweep_form.html", {
-        "form": form, "team": form.team, "plan": plan, "candidate": candidate,
+def _made_by_form(plan) -> dict:
+    """The form that made the plan and its edit page (none for a plan written as JSON)."""
+    made_by = job_plan_forms.form_of_plan(plan)
+    return {"made_by_form": made_by,
+            "made_by_form_url": reverse(f"benchmarks:plan-{made_by.slug}-edit", args=[plan.pk]) if made_by else None}
+
+
+def _plan_form_page(request, form, *, plan=None, candidate=None):
+    return render(request, "benchmarks/plan_job_form.html", {
+        "form": form, "form_class": type(form), "team": form.team, "plan": plan, "candidate": candidate,
+        "create_url": reverse(f"benchmarks:plan-{type(form).slug}-create"),
     }, status=400 if request.method == "POST" else 200)
 
 
-def _save_sweep(request, form, plan=None):
+def _save_form_plan(request, form, plan=None):
     data = form.cleaned_data
     fields = {"name": data["name"], "description": data["description"], "spec": form.plan_spec,
               "target_pool": data["target_pool"], "target_agent": data["target_agent"], "actor": request.user}
@@ -126,47 +137,50 @@ def _save_sweep(request, form, plan=None):
     return plan_update(plan=plan, **fields)
 
 
-def plan_sweep_create_view(request):
-    """A throughput/capacity sweep plan from a form prefilled with the candidate (`?candidate=`) and its workload."""
+def plan_form_create_view(request, form_kind: str):
+    """A plan of one job kind from its form, prefilled with the candidate (`?candidate=`) and its workload."""
     require_role(request, *OPERATOR_ROLES)
     team = request.active_team
     if team is None:
         raise PermissionDenied
+    form_class = job_plan_forms.PLAN_FORMS[form_kind]
     candidate = None
     initial = {}
     if request.GET.get("candidate", "").isdigit():
         candidate = get_object_or_404(candidates_for(request.user).filter(team=team), pk=int(request.GET["candidate"]))
-        initial = plan_forms.initial_from_candidate(candidate)
-    form = plan_forms.SweepPlanForm(request.POST or None, team=team, initial=initial)
+        initial = form_class.initial_from_candidate(candidate)
+    form = form_class(request.POST or None, team=team, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            plan = _save_sweep(request, form)
+            plan = _save_form_plan(request, form)
         except PlanError as error:
             form.add_error(None, str(error))
         else:
             messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
             return redirect(plan)
-    return _sweep_page(request, form, candidate=candidate)
+    return _plan_form_page(request, form, candidate=candidate)
 
 
-def plan_sweep_edit_view(request, pk: int):
-    """A draft made by the sweep form, in the form again; saving rebuilds its job from the inputs."""
+def plan_form_edit_view(request, pk: int, form_kind: str):
+    """A draft made by a form, in that form again; saving rebuilds its job from the inputs."""
     plan = _operable_plan(request, pk)
-    initial = plan_forms.initial_from_plan(plan)
     if plan.status != PlanStatus.DRAFT:
         return render(request, "benchmarks/plan_not_draft.html", {"plan": plan}, status=409)
-    if initial is None:
+    made_by = job_plan_forms.form_of_plan(plan)
+    if made_by is None:
         return redirect("benchmarks:plan-edit", pk=plan.pk)
-    form = plan_forms.SweepPlanForm(request.POST or None, team=plan.team, initial=initial)
+    if made_by.form_kind != form_kind:
+        return redirect(f"benchmarks:plan-{made_by.slug}-edit", pk=plan.pk)
+    form = made_by(request.POST or None, team=plan.team, initial=made_by.initial_from_plan(plan))
     if request.method == "POST" and form.is_valid():
         try:
-            _save_sweep(request, form, plan)
+            _save_form_plan(request, form, plan)
         except PlanError as error:
             form.add_error(None, str(error))
         else:
             messages.success(request, _("Plan %(plan)s saved; dispatch it when it is ready.") % {"plan": plan.name})
             return redirect(plan)
-    return _sweep_page(request, form, plan=plan)
+    return _plan_form_page(request, form, plan=plan)
 
 
 @require_POST
@@ -176,8 +190,9 @@ def plan_copy_view(request, pk: int):
     copied = plan_copy(plan=plan, actor=request.user)
     messages.success(request, _("Plan %(plan)s copied as a new draft: edit it, then dispatch it.")
                      % {"plan": plan.name})
-    if plan_forms.initial_from_plan(copied) is not None:
-        return redirect("benchmarks:plan-sweep-edit", pk=copied.pk)
+    made_by = job_plan_forms.form_of_plan(copied)
+    if made_by is not None:
+        return redirect(f"benchmarks:plan-{made_by.slug}-edit", pk=copied.pk)
     return redirect("benchmarks:plan-edit", pk=copied.pk)
 
 
@@ -191,7 +206,7 @@ def plan_detail(request, pk: int):
     context = {
         "plan": plan, "jobs": jobs, "spec_json": _pretty(plan.spec), "poll": not _plan_is_settled(plan, jobs),
         "can_operate": has_role(request.user, *OPERATOR_ROLES),
-        "made_by_sweep_form": plan_forms.initial_from_plan(plan) is not None,
+        **_made_by_form(plan),
     }
     if request.htmx:
         return render(request, "benchmarks/partials/plan_jobs.html", context)

@@ -46,7 +46,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dossier_agent.contract.job_specs import ALLOWED_ENV
+from dossier_agent.contract.allreduce_spec import (  # noqa: F401 (names of this job since it began)
+    DEFAULT_SIZES,
+    DTYPES,
+    AllReduceSpecError,
+    check_spec,
+    message_sizes,
+    parse_group,
+)
 from dossier_agent.contract.verdicts import bus_bandwidth
 from dossier_agent.errors import JobCancelled
 
@@ -56,38 +63,11 @@ SCHEMA = 1
 SELF_TEST_SPEC: dict[str, Any] = {"device": "cpu", "local_ranks": 2, "sizes_bytes": [4096, 65536], "warmup": 1,
                                   "target_s": 0.01, "timeout_s": 60}
 SELF_TEST_TIMEOUT_S = 90
-DTYPES = {"float32": 4, "bf16": 2, "fp16": 2}
-DEFAULT_SIZES = {"cuda": {"min_bytes": 1024, "max_bytes": 2**30, "factor": 4},
-                 "cpu": {"min_bytes": 1024, "max_bytes": 4 * 2**20, "factor": 4}}
-
-
-class AllReduceSpecError(ValueError):
-    """The job spec holds a bad value; the message names it."""
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Message sizes (pure arithmetic; the bus bandwidth: contract.verdicts)
+# Rows (pure arithmetic; the message sizes: contract.allreduce_spec, the bus bandwidth: contract.verdicts)
 # ----------------------------------------------------------------------------------------------------------------------
-
-
-def message_sizes(spec: dict[str, Any], label: str, element_bytes: int) -> list[int]:
-    if spec.get("sizes_bytes") is not None:
-        sizes = spec["sizes_bytes"]
-        if not isinstance(sizes, list) or not sizes or not all(
-                isinstance(size, int) and not isinstance(size, bool) and size >= element_bytes for size in sizes):
-            raise AllReduceSpecError(f"sizes_bytes must be a list of whole byte counts >= {element_bytes}")
-        return sorted({size - size % element_bytes for size in sizes})
-    settings = {**DEFAULT_SIZES[label], **(spec.get("sizes") or {})}
-    low, high, factor = settings["min_bytes"], settings["max_bytes"], settings["factor"]
-    if not (isinstance(low, int) and isinstance(high, int) and isinstance(factor, int)) or low < element_bytes \
-            or high < low or factor < 2:
-        raise AllReduceSpecError("sizes needs whole numbers: min_bytes >= element size, max_bytes >= min_bytes, "
-                                 "factor >= 2")
-    sizes, size = [], low
-    while size <= high:
-        sizes.append(size - size % element_bytes)
-        size *= factor
-    return sizes
 
 
 def summarise_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -225,44 +205,15 @@ def _rendezvous(group: dict[str, Any], ctx, timeout_s: float) -> dict[str, Any]:
     return {**group, **found}
 
 
-def _parse_group(spec: dict[str, Any]) -> dict[str, Any] | None:
-    group = spec.get("group")
-    if group is None:
-        return None
-    if not isinstance(group, dict):
-        raise AllReduceSpecError("group must be an object")
-    for key in ("rank", "world_size"):
-        if isinstance(group.get(key), bool) or not isinstance(group.get(key), int):
-            raise AllReduceSpecError(f"group.{key} must be a whole number")
-    if group["world_size"] < 1 or not 0 <= group["rank"] < group["world_size"]:
-        raise AllReduceSpecError(f"group.rank must be in [0, world_size), got {group['rank']} of "
-                                 f"{group['world_size']}")
-    port = group.get("master_port")
-    if port is not None and (not isinstance(port, int) or not 1 <= port <= 65535):
-        raise AllReduceSpecError(f"group.master_port must be a TCP port, got {port!r}")
-    env = group.get("env") or {}
-    refused = sorted(set(env) - ALLOWED_ENV)
-    if refused:
-        raise AllReduceSpecError(f"group.env may set only {', '.join(sorted(ALLOWED_ENV))}; refused: "
-                                 f"{', '.join(refused)}")
-    return group
-
-
 def run(spec: dict[str, Any], ctx) -> dict[str, Any]:
     import torch
 
     spec = spec or {}
-    known = {"backend", "device", "local_ranks", "sizes_bytes", "sizes", "dtype", "warmup", "target_s",
-             "min_iterations", "max_iterations", "timeout_s", "group", "cpu_threads"}
-    unknown = sorted(set(spec) - known)
-    if unknown:
-        raise AllReduceSpecError(f"unknown spec key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    check_spec(spec)
     label, backend = _resolve(spec)
     dtype = spec.get("dtype", "float32")
-    if dtype not in DTYPES:
-        raise AllReduceSpecError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     sizes = message_sizes(spec, label, DTYPES[dtype])
-    group = _parse_group(spec)
+    group = parse_group(spec)
     gpu_count = torch.cuda.device_count() if label == "cuda" else 0
     local_ranks = spec.get("local_ranks") or ((gpu_count if label == "cuda" else 2) if group is None else 1)
     if not isinstance(local_ranks, int) or local_ranks < 1:

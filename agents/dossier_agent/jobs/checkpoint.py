@@ -52,6 +52,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from dossier_agent.contract.checkpoint_spec import CheckpointSpecError, check_spec
 from dossier_agent.errors import JobCancelled
 
 KIND = "checkpoint"
@@ -63,10 +64,6 @@ SELF_TEST_TIMEOUT_S = 90
 CHECKPOINT_FILE = "state.pt"
 _HASH_CHUNK = 64 * 2**20
 _ADAM_BYTES_PER_PARAM = 12  # fp32 weight + two fp32 moments
-
-
-class CheckpointSpecError(ValueError):
-    """The job spec holds a bad value; the message names it."""
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -378,27 +375,13 @@ def _wait_for(path: Path, process: subprocess.Popen, deadline: float, ctx, logs:
 
 
 def _parse_spec(spec: dict[str, Any], ctx) -> dict[str, Any]:
-    known = {"targets", "device", "state_bytes", "depth", "batch_size", "steps_before_save", "workload",
-             "timeout_s", "cpu_threads", "seed", "keep_files", "drop_cache"}
-    unknown = sorted(set(spec) - known)
-    if unknown:
-        raise CheckpointSpecError(f"unknown spec key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    check_spec(spec)
     targets = spec.get("targets") or [{"name": "workdir", "path": str(ctx.workdir)}]
-    if not isinstance(targets, list) or not all(isinstance(t, dict) and t.get("path") for t in targets):
-        raise CheckpointSpecError("targets must be a list of {\"name\": ..., \"path\": ...}")
     for target in targets:
         path = Path(target["path"])
         if target["path"] != str(ctx.workdir) and not path.is_dir():
             raise CheckpointSpecError(f"checkpoint target {target['path']!r} is not an existing folder")
-    for key, default in (("state_bytes", 256 * 2**20), ("depth", 4), ("batch_size", 64), ("steps_before_save", 3),
-                         ("timeout_s", 600), ("seed", 0)):
-        value = spec.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < (0 if key == "seed" else 1):
-            raise CheckpointSpecError(f"{key} must be a positive number, got {value!r}")
-    workload = spec.get("workload") or {}
-    if not isinstance(workload, dict):
-        raise CheckpointSpecError("workload must be an object")
-    return {"targets": targets, "workload": workload}
+    return {"targets": targets, "workload": spec.get("workload") or {}}
 
 
 def _resolve_device(requested: str) -> str:
