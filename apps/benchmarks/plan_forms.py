@@ -178,6 +178,10 @@ FORM_KIND = "throughput_sweep"
 KIND = "throughput"
 #: The SLO of the workload is a p95: 95 % of the requests must meet each limit.
 DEFAULT_ATTAINMENT = Decimal("0.95")
+#: Where the sweep sends its load: the node's own serving stack, or the agent's built-in mock (a rehearsal).
+ENDPOINT_NODE, ENDPOINT_MOCK = "node", "builtin_mock"
+#: The mock's delays in a rehearsal (the agent's mockserver flags): a first token after 50 ms, then 10 ms a token.
+MOCK_DELAYS = {"ttft-ms": 50, "token-ms": 10}
 
 #: Where a load-spec problem belongs, by the first words of the agent's message: the field named on the form.
 _PROBLEM_FIELDS = (
@@ -205,8 +209,15 @@ class SweepPlanForm(JobPlanForm):
     problem_fields = _PROBLEM_FIELDS
     candidate_help = gettext_lazy("Its phase-4 inputs receive the measured capacity, latency and failure rate.")
 
+    endpoint_kind = forms.ChoiceField(
+        label=gettext_lazy("Serving endpoint"), initial=ENDPOINT_NODE, required=False, widget=forms.RadioSelect,
+        choices=[
+            (ENDPOINT_NODE, gettext_lazy("the node's serving stack, at the URL below")),
+            (ENDPOINT_MOCK, gettext_lazy("the agent's built-in mock stack: a rehearsal of the procedure, never a "
+                                         "measurement of a GPU")),
+        ])
     endpoint_url = forms.URLField(
-        label=gettext_lazy("Endpoint URL"), max_length=500, assume_scheme="http",
+        label=gettext_lazy("Endpoint URL"), max_length=500, assume_scheme="http", required=False,
         widget=forms.URLInput(attrs={"translate": "no", "placeholder": "http://10.0.0.7:8000"}),
         help_text=gettext_lazy("The serving endpoint as the agent's node reaches it (OpenAI-compatible)."))
     api = forms.ChoiceField(label=gettext_lazy("API"), initial="chat", choices=[
@@ -289,7 +300,10 @@ class SweepPlanForm(JobPlanForm):
         for field, key in (("ttft_max_ms", "ttft_max_s"), ("tpot_max_ms", "tpot_max_s"), ("e2e_max_ms", "e2e_max_s")):
             if data.get(field):
                 slo[key] = data[field] / 1000
-        endpoint = {"url": data["endpoint_url"], "api": data["api"]}
+        if data.get("endpoint_kind") == ENDPOINT_MOCK:
+            endpoint = {"url": "builtin-mock", "api": data["api"], "mock": dict(MOCK_DELAYS)}
+        else:
+            endpoint = {"url": data["endpoint_url"], "api": data["api"]}
         if data.get("model"):
             endpoint["model"] = data["model"]
         duration = float(data["level_duration_s"])
@@ -315,6 +329,9 @@ class SweepPlanForm(JobPlanForm):
         return load_spec_problem(entry["spec"])
 
     def check_inputs(self, cleaned: dict[str, Any]) -> None:
+        if cleaned.get("endpoint_kind") != ENDPOINT_MOCK and not cleaned.get("endpoint_url") \
+                and "endpoint_url" not in self.errors:
+            self.add_error("endpoint_url", _("Give the endpoint's URL, or choose the agent's built-in mock stack."))
         if not any(cleaned.get(name) for name in ("ttft_max_ms", "tpot_max_ms", "e2e_max_ms")) and not self.errors:
             self.add_error("ttft_max_ms", _("Give at least one latency limit: the SLO the capacity is measured at."))
         start, highest = cleaned.get("search_start"), cleaned.get("search_max")

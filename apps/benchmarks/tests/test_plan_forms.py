@@ -157,3 +157,20 @@ def test_results_reach_the_candidate_without_a_candidate_id_in_the_plan(team):
     views = throughput_results(candidate=candidate)["views"]
     assert [view["result"].pk for view in views] == [result.pk]
     assert views[0]["verdict"].outcome == "inconclusive"
+
+
+def test_the_agents_built_in_mock_stack_is_a_choice_of_the_form(operator, candidate, agent):
+    """No serving stack yet: the sweep rehearses against the agent's built-in mock (no URL to type), and the form
+    says that is a rehearsal."""
+    page = operator.get(reverse("benchmarks:plan-sweep-create") + f"?candidate={candidate.pk}").content.decode()
+    assert "a rehearsal of the procedure, never a measurement of a GPU" in page
+    refused = operator.post(reverse("benchmarks:plan-sweep-create"), _posted(candidate, agent, endpoint_url=""))
+    assert refused.status_code == 400
+    assert refused.context["form"].errors["endpoint_url"] == [
+        "Give the endpoint's URL, or choose the agent's built-in mock stack."]
+    response = operator.post(reverse("benchmarks:plan-sweep-create"),
+                             _posted(candidate, agent, endpoint_kind="builtin_mock", endpoint_url=""))
+    assert response.status_code == 302, response.context["form"].errors
+    (entry,) = BenchmarkPlan.objects.get().spec["jobs"]
+    assert entry["spec"]["endpoint"] == {"url": "builtin-mock", "api": "chat", "model": "m",
+                                         "mock": {"ttft-ms": 50, "token-ms": 10}}
