@@ -39,6 +39,7 @@ HEIGHT = 900
 class Page:
     name: str
     path: str
+    shows: str = "main h1"  # what the page is for, there in every language
 
 
 def _issue_17_pages(team) -> list[Page]:
@@ -51,17 +52,18 @@ def _issue_17_pages(team) -> list[Page]:
     return [
         Page("team-start", reverse("teams:start")),
         Page("team-detail", reverse("teams:detail", args=[team.pk])),
-        Page("waiting-for-me", reverse("records:waiting")),
-        Page("workload-progress", reverse("workloads:detail", args=[example.summary.pk])),
-        Page("sweep-plan-form", reverse("benchmarks:plan-sweep-create") + f"?candidate={example.b.pk}"),
+        Page("waiting-for-me", reverse("records:waiting"), "main tbody tr"),
+        Page("workload-progress", reverse("workloads:detail", args=[example.summary.pk]), ".progress-strip"),
+        Page("sweep-plan-form", reverse("benchmarks:plan-sweep-create") + f"?candidate={example.b.pk}",
+             "#sweep-plan-form"),
         Page("quote-form", reverse("quotes:quote-create")),
         Page("checklist", reverse("quotes:quote-checklist", args=[example.b.quote_id])),
-        Page("budgets", reverse("budgets:finance")),
+        Page("budgets", reverse("budgets:finance"), "main table tbody tr"),
         Page("budget-form", reverse("budgets:budget-create")),
         Page("budget-edit", reverse("budgets:budget-edit", args=[centre_budget.pk])),
         Page("budget-policy", reverse("budgets:policy")),
-        Page("hybrid-comparison", reverse("comparison:comparison", args=[example.summary.pk])),
-        Page("actuals", with_actuals.get_absolute_url()),
+        Page("hybrid-comparison", reverse("comparison:comparison", args=[example.summary.pk]), "#candidate-hybrid"),
+        Page("actuals", with_actuals.get_absolute_url(), "#planned-against-actual"),
         Page("waiting-record", waiting.get_absolute_url()),
     ]
 
@@ -174,6 +176,7 @@ def test_new_pages_in_french_and_indonesian_fit_the_window_and_leave_no_english(
                 for target in pages:
                     _open(page, target)
                     assert page.evaluate("document.documentElement.lang") == language, target.name
+                    assert page.locator(target.shows).count() > 0, f"{target.name}: no {target.shows}"
                     measured = page.evaluate(_OVERFLOW)
                     if measured["scrollWidth"] > measured["width"]:
                         overflowing.append(f"{language} {target.name} at {width} px: {measured['scrollWidth']} px "
