@@ -57,6 +57,7 @@ def _issue_17_pages(team) -> list[Page]:
         Page("sweep-plan-form", reverse("benchmarks:plan-sweep-create") + f"?candidate={example.b.pk}",
              "#sweep-plan-form"),
         Page("quote-form", reverse("quotes:quote-create")),
+        Page("price-form", reverse("quotes:price-create", args=[example.b.quote_id]), "input[type=file]"),
         Page("checklist", reverse("quotes:quote-checklist", args=[example.b.quote_id])),
         Page("budgets", reverse("budgets:finance"), "main table tbody tr"),
         Page("budget-form", reverse("budgets:budget-create")),
