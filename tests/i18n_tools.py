@@ -4,7 +4,8 @@
   the project's templates/ and config/ go to locale/, each app under apps/ to its own apps/<app>/locale.
 - `pseudo_translate()` turns "Log in" into "⟦Ĺóĝ íñ⟧", keeping placeholders, HTML tags and entities intact.
 - `untranslated_text()` lists the visible text of a page (and its placeholder/title/aria-label/alt/button values)
-  that is not inside ⟦…⟧ — text that no catalog translated.
+  that is not inside ⟦…⟧ — text that no catalog translated; `untranslated_pieces()` does the same for text a browser
+  collected from the rendered DOM.
 """
 
 from __future__ import annotations
@@ -254,12 +255,19 @@ def _has_letters(text: str) -> bool:
     return any(character.isalpha() for character in text)
 
 
+def untranslated_pieces(text: Iterable[str | None], attribute_values: Iterable[str] = ()) -> list[str]:
+    """Text outside the pseudo-locale's markers that contains letters: `text` is the visible text in document order,
+    None between text nodes (a browser's DOM walk gives it as well as the parser below); each attribute value stands
+    alone."""
+    found = [" ".join(run.split()) for run in _outside_markers(text) if _has_letters(run)]
+    for value in attribute_values:
+        found += [" ".join(run.split()) for run in _outside_markers([value]) if _has_letters(run)]
+    return found
+
+
 def untranslated_text(html: str) -> list[str]:
     """Visible text and checked attribute values that contain letters outside the pseudo-locale's markers."""
     parser = _VisibleText()
     parser.feed(html)
     parser.close()
-    found = [" ".join(run.split()) for run in _outside_markers(parser.text) if _has_letters(run)]
-    for value in parser.attribute_values:
-        found += [" ".join(run.split()) for run in _outside_markers([value]) if _has_letters(run)]
-    return found
+    return untranslated_pieces(parser.text, parser.attribute_values)

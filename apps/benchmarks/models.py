@@ -65,6 +65,8 @@ class JobStatus(models.TextChoices):
 
 ACTIVE_JOB_STATUSES = (JobStatus.CLAIMED, JobStatus.RUNNING)
 FINAL_JOB_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+# Where a list of jobs keeps its canonical results, loaded in one query (selectors.jobs_with_canonical_results).
+CANONICAL_RESULTS_ATTRIBUTE = "prefetched_canonical_results"
 
 
 class JobGroupStatus(models.TextChoices):
@@ -188,6 +190,9 @@ class Job(models.Model):
         return self.status in FINAL_JOB_STATUSES
 
     def canonical_result(self) -> Result | None:
+        """The result that stands for the job; read from `jobs_with_canonical_results` when a list loaded them."""
+        if hasattr(self, CANONICAL_RESULTS_ATTRIBUTE):
+            return next(iter(getattr(self, CANONICAL_RESULTS_ATTRIBUTE)), None)
         return self.results.filter(canonical=True).first()
 
 

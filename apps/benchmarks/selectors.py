@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from collections.abc import Iterable
+
+from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 from django.shortcuts import get_object_or_404
 
-from apps.benchmarks.models import Artifact, BenchmarkPlan, Job, JobEvent, Result
+from apps.benchmarks.models import CANONICAL_RESULTS_ATTRIBUTE, Artifact, BenchmarkPlan, Job, JobEvent, Result
 
 
 def plans_for_user(user) -> QuerySet[BenchmarkPlan]:
@@ -18,6 +20,16 @@ def plan_get(*, user, pk: int) -> BenchmarkPlan:
 
 def jobs_for_user(user) -> QuerySet[Job]:
     return Job.objects.for_user(user).select_related("plan", "target_pool", "target_agent")
+
+
+def jobs_with_canonical_results(jobs: Iterable[Job]) -> list[Job]:
+    """The jobs with their canonical results loaded in one query, so that a list can show each job's verdict
+    (`Job.canonical_result` reads them) without one query per job. A queryset is evaluated in place: iterating it
+    again yields the same, loaded, jobs."""
+    jobs = list(jobs)
+    prefetch_related_objects(jobs, Prefetch("results", queryset=Result.objects.filter(canonical=True),
+                                            to_attr=CANONICAL_RESULTS_ATTRIBUTE))
+    return jobs
 
 
 def job_get(*, user, pk: int) -> Job:

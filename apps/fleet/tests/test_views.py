@@ -33,6 +33,7 @@ def test_issuing_a_token_shows_it_once_with_the_full_command(client_for, platfor
     assert token.token_hash == protocol.token_hash(secret) and token.single_use and token.expires_at
     page = response.content.decode()
     assert f"dossier-agent register --server http://testserver --registration-token {secret}" in page
+    assert f'<code id="registration-token" translate="no">{secret}</code>' in page  # fleet/_registration_token.html
     pool_page = client_for(platform_user).get(pool.get_absolute_url()).content.decode()
     assert secret not in pool_page and token.token_prefix in pool_page
     assert ObjectChange.objects.filter(object_repr__startswith=token.token_prefix, action="create").exists()

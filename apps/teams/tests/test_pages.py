@@ -174,6 +174,7 @@ def test_team_admin_creates_a_pool_and_its_token_shown_once(client_for, team_adm
     assert token.token_hash == protocol.token_hash(secret) and token.single_use
     page = response.content.decode()
     assert f"dossier-agent register --server http://testserver --registration-token {secret}" in page
+    assert f'<code id="registration-token" translate="no">{secret}</code>' in page  # fleet/_registration_token.html
     assert secret not in client.get(pool.get_absolute_url()).content.decode()
     assert secret not in client.get(reverse("teams:detail", args=[team.pk])).content.decode()
     assert entries_for(pool, "create").get().actor == team_admin
