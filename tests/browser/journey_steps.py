@@ -65,8 +65,20 @@ def follow_step(page, step: str) -> None:
     page.wait_for_url(lambda url: urlsplit(url).path == urlsplit(href).path)
 
 
+def open_workload(page, name: str) -> None:
+    """From the main navigation: the workloads list, then the workload's page (with its progress strip)."""
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Workloads").click()
+    page.wait_for_url("**/workloads/")
+    page.get_by_role("link", name=name, exact=True).click()
+    page.wait_for_url(re.compile(r"/workloads/\d+/$"))
+
+
 def step_state(page, step: str) -> str:
     return page.locator(f'#progress-strip li[data-step="{step}"]').get_attribute("data-state")
+
+
+def step_detail(page, step: str) -> str:
+    return page.locator(f'#progress-strip li[data-step="{step}"] .progress-detail').inner_text()
 
 
 def reload_until(page, selector: str, *, timeout: float, what: str, on_timeout=lambda: "") -> None:

@@ -28,6 +28,7 @@ from apps.decisions.models import DecisionRecord, RecordStatus
 from apps.quotes import checklist_data
 from tests.browser.journey_steps import (
     Browsers,
+    Visit,
     choose,
     create_person,
     create_pool,
@@ -36,7 +37,9 @@ from tests.browser.journey_steps import (
     file_workload,
     follow_step,
     label,
+    open_workload,
     reload_until,
+    step_detail,
     step_state,
 )
 from tests.e2e.conftest import broker, e2e, e2e_timings  # noqa: F401 (fixtures: a worker, agents, a broker)
@@ -136,13 +139,12 @@ def _journey(browsers: Browsers, e2e, *, admin_password: str) -> None:  # noqa: 
     # --- the platform user files the workload, the quote, its checklist and price, the candidate -------------------
     platform = browsers.sign_in("priya.platform", passwords["priya.platform"])
     file_workload(platform, name="Support chat")
-    workload_url = urlsplit(platform.url).path
     assert step_state(platform, "summary") == "done"
     follow_step(platform, "quotes")  # no quote yet: the step opens the quote form
     enter_quote(platform, vendor="Nimbus GPU Cloud", title="1× H200 on demand", gpu_label=_gpu_label(platform))
     assert "3.72" in platform.locator("main").inner_text()
 
-    platform.goto(workload_url)  # back to the workload, as from the browser's history
+    open_workload(platform, "Support chat")
     follow_step(platform, "candidates")
     choose(platform.get_by_label(label("Quote")), "1× H200 on demand")
     platform.locator("main").get_by_role("button", name="Save", exact=True).click()
@@ -164,7 +166,9 @@ def _journey(browsers: Browsers, e2e, *, admin_password: str) -> None:  # noqa: 
     platform.locator(".message-success").wait_for()
 
     # --- the throughput sweep, from its form: the mock stack's URL, two levels of 20 s -----------------------------
-    platform.goto(candidate_url)
+    open_workload(platform, "Support chat")
+    follow_step(platform, "memory_fit")  # the step opens the candidate it waits for
+    assert urlsplit(platform.url).path == candidate_url
     platform.locator("#sweep-plan-link a").click()
     platform.wait_for_url("**/plans/new/sweep/**")
     choose(platform.get_by_label(label("Agent pool")), "cpu-rehearsal")
@@ -184,7 +188,9 @@ def _journey(browsers: Browsers, e2e, *, admin_password: str) -> None:  # noqa: 
     platform.locator(".message-success").wait_for()
 
     # --- the results come back on the candidate's page: rehearsals, labelled so -------------------------------------
-    platform.goto(candidate_url)
+    open_workload(platform, "Support chat")
+    follow_step(platform, "throughput")
+    assert urlsplit(platform.url).path == candidate_url
     reload_until(platform, "#memory-fit-verdict", timeout=RESULTS_TIMEOUT_S, what="the memory-fit result",
                  on_timeout=e2e.processes.logs)
     reload_until(platform, "#throughput-results .throughput-verdict", timeout=RESULTS_TIMEOUT_S,
@@ -195,9 +201,13 @@ def _journey(browsers: Browsers, e2e, *, admin_password: str) -> None:  # noqa: 
     assert throughput.get_attribute("data-outcome") == "succeeded", platform.locator("#throughput-results").inner_text()
     rehearsal = platform.locator("#throughput-results .rehearsal-label[data-rehearsal='true']")
     assert "rehearsal" in rehearsal.inner_text().lower()
-    # A rehearsal never completes a measurement step.
-    assert step_state(platform, "memory_fit") == "rehearsal_only"
-    assert step_state(platform, "throughput") == "rehearsal_only"
+    # Memory fit on a CPU: process memory, not a GPU figure.
+    assert platform.locator("#memory-fit [data-device-kind]").first.get_attribute("data-device-kind") == "cpu"
+    assert "not a GPU figure" in platform.locator("#memory-fit").inner_text()
+    # A rehearsal never completes a measurement step: the strip says "rehearsal only", and why.
+    for step in ("memory_fit", "throughput"):
+        assert step_state(platform, step) == "rehearsal_only"
+        assert "rehearsal only" in step_detail(platform, step)
 
     # --- the comparison, then the record ----------------------------------------------------------------------------
     follow_step(platform, "comparison")
@@ -237,10 +247,12 @@ def _journey(browsers: Browsers, e2e, *, admin_password: str) -> None:  # noqa: 
 
     # --- the XLSX of the accepted record -----------------------------------------------------------------------------
     finance = signers["fatima.finance"]
-    finance.goto(record_url)
+    finance.reload()  # she signed before product did: the page now shows the accepted record
+    finance.wait_for_selector("#record-status[data-status='accepted']")
     with finance.expect_download() as download_info:
         finance.locator("#export-xlsx").click()
     download = download_info.value
+    browsers.visits.append(Visit("fatima.finance", urlsplit(download.url).path + " (download)"))
     assert download.suggested_filename.endswith(".xlsx")
     with open(download.path(), "rb") as handle:
         workbook = openpyxl.load_workbook(io.BytesIO(handle.read()))
