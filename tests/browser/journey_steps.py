@@ -120,13 +120,15 @@ def create_person(page, *, username: str, email: str, roles: list[str]) -> str:
     return password
 
 
-def create_pool(page, *, name: str) -> str:
-    """On the team's page: an agent pool; returns its registration token as the page shows it."""
+def create_pool(page, *, name: str) -> tuple[str, str]:
+    """On the team's page: an agent pool; returns its registration token and the register command, as the page
+    shows them."""
     form = page.locator("form", has=page.get_by_role("button", name="Create pool and token"))
     form.get_by_label(label("Pool name")).fill(name)
     form.get_by_role("button", name="Create pool and token").click()
     page.get_by_role("heading", name="Pool created with its registration token").wait_for()
-    return page.locator("#registration-token").inner_text().strip()
+    return (page.locator("#registration-token").inner_text().strip(),
+            page.locator("#register-command").inner_text().strip())
 
 
 # --- the workload ---------------------------------------------------------------------------------------------------

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import io
 import re
+import shlex
+import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import openpyxl
@@ -50,8 +53,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 #: Generous: on a shared two-core machine a CPU memory-fit probe and two 20-second sweep levels take a few minutes.
 RESULTS_TIMEOUT_S = 420
 #: The e2e timings (tests/e2e/conftest.py), quieter: the agent claims work every second, but heartbeats, lease renewals
-#: and the worker's periodic tasks come seldom, so that the sweep's load generator has this CPU to itself (an open-loop
-#: run whose sends lag behind the schedule is invalid, and the shared test machine has two cores).
+#: and the worker's periodic tasks come seldom, leaving the CPU to the memory-fit probes and the load generator.
 QUIET_TIMINGS = {
     "DOSSIER_AGENT_HEARTBEAT_INTERVAL_S": 5,
     "DOSSIER_AGENT_CLAIM_INTERVAL_S": 1,
@@ -97,7 +99,21 @@ def start_mock_stack(e2e) -> str:  # noqa: F811
     return f"http://127.0.0.1:{port}"
 
 
-def start_agent(e2e, state_dir) -> None:  # noqa: F811
+def register_agent(e2e, command: str, *, name: str) -> Path:  # noqa: F811
+    """The register command the pool's page shows, run on this machine with a node name and a state folder."""
+    words = shlex.split(command)
+    assert words[:2] == ["dossier-agent", "register"], command
+    assert words[words.index("--server") + 1] == e2e.live_url, command
+    state_dir = e2e.tmp_path / f"agent-{name}"
+    completed = subprocess.run(
+        agent_command(*words[1:], "--name", name, "--state-dir", str(state_dir)), env=e2e.agent_environment(),
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert completed.returncode == 0, f"register failed:\n{completed.stdout}\n{completed.stderr}"
+    return state_dir
+
+
+def start_agent(e2e, state_dir: Path) -> None:  # noqa: F811
     """`dossier-agent run` as an operator starts it (default telemetry interval and log level)."""
     e2e.processes.add(ManagedProcess(
         "cpu-node-1", agent_command("run", "--state-dir", str(state_dir)), env=e2e.agent_environment(),
@@ -127,12 +143,12 @@ def _journey(browsers: Browsers, e2e, *, admin_password: str) -> None:  # noqa: 
     create_team(admin, name="Support AI", slug="support-ai", currency="USD")
     passwords = {username: create_person(admin, username=username, email=f"{username}@example.test", roles=roles)
                  for username, roles in PEOPLE.items()}
-    token = create_pool(admin, name="cpu-rehearsal")
-    assert token.startswith("dsr_")
+    token, command = create_pool(admin, name="cpu-rehearsal")
+    assert token.startswith("dsr_") and token in command
 
     # --- an agent on this CPU, registered with that token; the worker; the mock serving stack ----------------------
     e2e.start_worker()
-    state_dir = e2e.register_agent(token, name="cpu-node-1")
+    state_dir = register_agent(e2e, command, name="cpu-node-1")
     start_agent(e2e, state_dir)
     mock_url = start_mock_stack(e2e)
 
