@@ -107,6 +107,14 @@ class NormalizationError(ValueError):
         super().__init__(f"{where}, field {field!r}: {message}")
 
 
+class MissingInputError(NormalizationError):
+    """An input the candidate's billing model needs is missing (its capacity, say, until a benchmark measures it)."""
+
+    def __init__(self, candidate: str | None, field: str, billing: str):
+        self.billing = billing
+        super().__init__(candidate, field, f"required to price a candidate billed as {billing}")
+
+
 class UnitMismatchError(NormalizationError):
     """Two quantities of one comparison in different units with no stated conversion: the comparison refuses them."""
 
@@ -474,7 +482,7 @@ class CandidateInput:
             raise NormalizationError(cid, "headroom", f"does not apply to a {self.commercial_model} candidate")
         for name in _REQUIRED_INPUTS[self.commercial_model]:
             if getattr(self, name) is None:
-                raise NormalizationError(cid, name, f"a {self.commercial_model} candidate needs it")
+                raise MissingInputError(cid, name, str(self.commercial_model))
 
         if self.quality_acceptance is not None:
             _check_range(cid, "quality_acceptance", self.quality_acceptance, positive=True, at_most=ONE)

@@ -183,6 +183,17 @@ FIELD_LABELS = {
 }
 
 
+#: What a missing input means, by the billing model that needs it (cost_model.MissingInputError), in the reader's
+#: language.
+MISSING_INPUT_TEXTS = {
+    kinds.BillingModel.ON_DEMAND: _("Needed to price a candidate billed on demand."),
+    kinds.BillingModel.SPOT: _("Needed to price a candidate billed as spot capacity."),
+    kinds.BillingModel.RESERVED: _("Needed to price a candidate billed as reserved capacity."),
+    kinds.BillingModel.PURCHASE: _("Needed to price hardware you buy."),
+    kinds.BillingModel.API: _("Needed to price a model/API route."),
+}
+
+
 @dataclass(frozen=True)
 class Problem:
     """A bad or missing input: which candidate (None: the workload version) and which field, and what is wrong."""
@@ -198,7 +209,10 @@ class Problem:
     @classmethod
     def of(cls, candidate_id: int | None, label: str, error: cost_model.NormalizationError) -> Problem:
         code = "unit_mismatch" if isinstance(error, cost_model.UnitMismatchError) else ""
-        return cls(candidate_id, label, error.field, error.message, code)
+        message = error.message
+        if isinstance(error, cost_model.MissingInputError) and error.billing in MISSING_INPUT_TEXTS:
+            message = str(MISSING_INPUT_TEXTS[error.billing])
+        return cls(candidate_id, label, error.field, message, code)
 
     @property
     def field_label(self) -> str:
