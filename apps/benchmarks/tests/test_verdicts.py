@@ -144,3 +144,14 @@ def test_a_hand_back_in_between_breaks_the_run_of_failures(agent_api, pool, sett
     assert Job.objects.get().status == JobStatus.QUEUED
     _fail(agent_api, boom)
     assert Job.objects.get().failure_reason == "failed twice with the same error: RuntimeError: boom"
+
+
+def test_a_cpu_memory_fit_on_the_candidate_page_is_labelled_a_rehearsal(team, pool, agent, client, platform_user):
+    """Like the throughput and resilience panels: a CPU result is a rehearsal, never a GPU measurement."""
+    candidate = tiny_candidate(team)
+    result = _finish(candidate, pool, agent, "cpu", [probe_report(2, **COMMON), probe_report(1, **COMMON)])
+    assert result.rehearsal
+    client.force_login(platform_user)
+    page = client.get(candidate.get_absolute_url()).content.decode()
+    panel = page[page.index('id="memory-fit"'):page.index('id="memory-fit-verdict"')]
+    assert 'class="warning-box rehearsal-label" data-rehearsal="true"' in panel
