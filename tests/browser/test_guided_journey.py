@@ -2,8 +2,8 @@
 no admin site, no JSON typed, no API call.
 
 A fresh database as `make run` leaves it (migrations, the catalog, the first admin from `ensure_admin`); a real Celery
-worker; a real `dossier-agent` process on this CPU, registered with the token the pool's page shows; the built-in
-mock serving stack (`python -m dossier_agent.mockserver`) as the endpoint of the throughput sweep. The admin sets up
+worker; a real `dossier-agent` process on this CPU, registered with the token the pool's page shows; the agent's
+built-in mock serving stack, chosen on the sweep form, as the endpoint of the throughput sweep. The admin sets up
 the team, its people and the pool; the platform user files the workload, the quote with its checklist and priced
 file, the candidate, plans memory fit and a throughput sweep from their forms and waits on the candidate's page for
 the results (rehearsals: a CPU and a mock stack measure no GPU); then the comparison, the record, four sign-offs and
@@ -16,7 +16,6 @@ import io
 import re
 import shlex
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -46,7 +45,7 @@ from tests.browser.journey_steps import (
     step_state,
 )
 from tests.e2e.conftest import broker, e2e, e2e_timings  # noqa: F401 (fixtures: a worker, agents, a broker)
-from tests.e2e.processes import ManagedProcess, agent_command, free_port
+from tests.e2e.processes import ManagedProcess, agent_command
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -84,19 +83,6 @@ def fresh_database(transactional_db):
     out = io.StringIO()
     call_command("ensure_admin", stdout=out)
     return re.search(r"password: (\S+)", out.getvalue()).group(1)
-
-
-def start_mock_stack(e2e) -> str:  # noqa: F811
-    """The built-in mock serving stack as a process of its own, the way an operator starts it beside the agent."""
-    port = free_port()
-    mock = e2e.processes.add(ManagedProcess(
-        "mock-stack", [sys.executable, "-m", "dossier_agent.mockserver", "--port", str(port), "--ttft-ms", "50",
-                       "--token-ms", "10"],
-        env=e2e.agent_environment(), log_path=e2e.tmp_path / f"mock-{uuid.uuid4().hex[:6]}.log",
-    ))
-    e2e.wait_for(lambda: "MOCK_READY" in mock.log_text() or not mock.alive(), what="the mock serving stack")
-    assert mock.alive(), mock.tail()
-    return f"http://127.0.0.1:{port}"
 
 
 def register_agent(e2e, command: str, *, name: str) -> Path:  # noqa: F811
@@ -146,11 +132,10 @@ def _journey(browsers: Browsers, e2e, *, admin_password: str) -> None:  # noqa: 
     token, command = create_pool(admin, name="cpu-rehearsal")
     assert token.startswith("dsr_") and token in command
 
-    # --- an agent on this CPU, registered with that token; the worker; the mock serving stack ----------------------
+    # --- an agent on this CPU, registered with that token; the worker -----------------------------------------------
     e2e.start_worker()
     state_dir = register_agent(e2e, command, name="cpu-node-1")
     start_agent(e2e, state_dir)
-    mock_url = start_mock_stack(e2e)
 
     # --- the platform user files the workload, the quote, its checklist and price, the candidate -------------------
     platform = browsers.sign_in("priya.platform", passwords["priya.platform"])
@@ -181,15 +166,17 @@ def _journey(browsers: Browsers, e2e, *, admin_password: str) -> None:  # noqa: 
     platform.wait_for_url(re.compile(r"/benchmarks/plans/\d+/$"))
     platform.locator(".message-success").wait_for()
 
-    # --- the throughput sweep, from its form: the mock stack's URL, two levels of 20 s -----------------------------
+    # --- the throughput sweep, from its form: the agent's built-in mock stack, two levels of 20 s -----------------
     open_workload(platform, "Support chat")
     follow_step(platform, "memory_fit")  # the step opens the candidate it waits for
     assert urlsplit(platform.url).path == candidate_url
-    platform.locator("#sweep-plan-link a").click()
+    platform.locator("#plan-form-link-sweep").click()
     platform.wait_for_url("**/plans/new/sweep/**")
     choose(platform.get_by_label(label("Agent pool")), "cpu-rehearsal")
     choose(platform.get_by_label(label("Agent")), "cpu-node-1")
-    platform.get_by_label(label("Endpoint URL")).fill(mock_url)
+    mock_choice = platform.get_by_label(re.compile(r"the agent's built-in mock stack: a rehearsal"))
+    mock_choice.check()
+    assert mock_choice.get_attribute("value") == "builtin_mock"
     # Closed loop: an open-loop (Poisson) level is invalid when any send lags its schedule by over 10 ms, which a
     # busy shared CPU does now and then; a closed loop has no schedule to fall behind.
     platform.get_by_label(label("Offered load")).select_option("concurrency")
