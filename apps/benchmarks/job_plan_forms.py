@@ -44,6 +44,15 @@ def _agent_problem(check, spec: dict[str, Any], *args) -> str | None:
 MAX_PREFILLED_RATE = 50.0
 DEFAULT_REPEATS = 3
 
+#: The failure scenarios in the reader's language; the spec's own name stays in brackets (the results show it).
+SCENARIO_LABELS = {
+    "kill_worker": gettext_lazy("a worker killed (kill_worker)"),
+    "restart": gettext_lazy("a restart (restart)"),
+    "bad_deploy": gettext_lazy("a bad deploy (bad_deploy)"),
+    "drain": gettext_lazy("a drain (drain)"),
+    "stop": gettext_lazy("a stop (stop)"),
+}
+
 
 class OperationsPlanForm(JobPlanForm):
     form_kind = "operations"
@@ -71,7 +80,7 @@ class OperationsPlanForm(JobPlanForm):
                             widget=forms.TextInput(attrs={"translate": "no"}))
     scenarios = forms.MultipleChoiceField(
         label=gettext_lazy("Failure scenarios"), required=False, widget=forms.CheckboxSelectMultiple,
-        choices=[(name, name) for name in job_specs.SCENARIOS],
+        choices=[(name, SCENARIO_LABELS.get(name, name)) for name in job_specs.SCENARIOS],
         help_text=gettext_lazy("Each runs under the load; the recovery is the node's default (a restart after a "
                                "killed worker, a bad deploy or a drain; a start after a stop)."))
     cold_start_repeats = forms.IntegerField(label=gettext_lazy("Cold starts (stop, then start)"), min_value=0,
@@ -255,6 +264,7 @@ class AllReducePlanForm(JobPlanForm):
                                 initial=allreduce_spec.DEFAULT_SIZES["cuda"]["factor"])
     dtype = forms.ChoiceField(label=gettext_lazy("Element type"), choices=[(name, name) for name in
                                                                           allreduce_spec.DTYPES],
+                              widget=forms.Select(attrs={"translate": "no"}),
                               help_text=gettext_lazy("From the workload's precision."))
     timeout_s = forms.IntegerField(label=gettext_lazy("Time limit (s)"), min_value=10, max_value=7200, initial=600)
 
