@@ -55,7 +55,7 @@ def _issue_17_pages(team) -> list[Page]:
         Page("waiting-for-me", reverse("records:waiting"), "main tbody tr"),
         Page("workload-progress", reverse("workloads:detail", args=[example.summary.pk]), ".progress-strip"),
         Page("sweep-plan-form", reverse("benchmarks:plan-sweep-create") + f"?candidate={example.b.pk}",
-             "#sweep-plan-form"),
+             '#job-plan-form[data-form-kind="throughput_sweep"]'),
         Page("quote-form", reverse("quotes:quote-create")),
         Page("price-form", reverse("quotes:price-create", args=[example.b.quote_id]), "input[type=file]"),
         Page("checklist", reverse("quotes:quote-checklist", args=[example.b.quote_id])),
