@@ -95,7 +95,7 @@ def record_spend(comparison: comparison_selectors.Comparison) -> SpendFigures:
     elif chosen.candidate_input is not None and chosen.candidate_input.commitment_months is not None:
         months = chosen.candidate_input.commitment_months
     if chosen.row is None:
-        reason = chosen.problem.message if chosen.problem is not None else _("it has no cost per month")
+        reason = chosen.problem.text if chosen.problem is not None else _("it has no cost per month")
         return SpendFigures(
             None, months, comparison.currency,
             _("The chosen option %(option)s has no monthly total: %(reason)s") % {"option": chosen.label,

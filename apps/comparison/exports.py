@@ -332,7 +332,7 @@ def _training_csv(comparison: Comparison) -> str:
             problem = result.problem
             writer.writerow(spreadsheet.safe_row([
                 *head, *[""] * (len(TRAINING_CSV_HEADERS) - 9), problem.field if problem else "",
-                problem.message if problem else "", "", "", "", _rehearsals_text(result)]))
+                problem.text if problem else "", "", "", "", _rehearsals_text(result)]))
             continue
         writer.writerow([spreadsheet.safe_cell(_plain(value)) for value in [
             *head, row.currency, run.gpus, result.training_hourly_price, row.compute_hours, row.checkpoints,
@@ -361,7 +361,7 @@ def comparison_csv(comparison: Comparison) -> str:
             problem = result.problem
             writer.writerow(spreadsheet.safe_row([
                 *head, *[""] * (len(CSV_HEADERS) - 9), problem.field if problem else "",
-                problem.message if problem else "", "", "", "", _rehearsals_text(result)]))
+                problem.text if problem else "", "", "", "", _rehearsals_text(result)]))
             continue
         writer.writerow([spreadsheet.safe_cell(_plain(value)) for value in [
             *head, str(row.commercial_model), row.currency, row.gpus, row.nodes, row.billed_hours_per_gpu,
@@ -795,7 +795,7 @@ def _problems_sheet(workbook, comparison: Comparison) -> None:
     problems = workbook.create_sheet("Problems")
     problems.append(["candidate", "field", "problem"])
     for problem in comparison.problems:
-        problems.append(spreadsheet.safe_row([problem.candidate_label, problem.field, problem.message]))
+        problems.append(spreadsheet.safe_row([problem.candidate_label, problem.field, problem.text]))
     if comparison.rehearsal_results:
         rehearsals = workbook.create_sheet("Rehearsals")
         rehearsals.append(["candidate", "figure", "value", "job", "why a rehearsal", "label"])

@@ -26,7 +26,7 @@ def comparison_step(user, summary, known: dict) -> progress.Step:
         parts = []
         if comparison.demand_problem is not None:
             parts.append(_("The workload's demand is incomplete: %(message)s") % {
-                "message": comparison.demand_problem.message})
+                "message": comparison.demand_problem.text})
         if unpriced:
             parts.append(ngettext("%(count)d candidate cannot be normalised yet (an input is missing).",
                                   "%(count)d candidates cannot be normalised yet (an input is missing).",

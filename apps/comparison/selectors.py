@@ -14,7 +14,7 @@ from decimal import ROUND_CEILING, Decimal
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from apps.benchmarks.measurements import counts_as_measured
@@ -183,14 +183,14 @@ FIELD_LABELS = {
 }
 
 
-#: What a missing input means, by the billing model that needs it (cost_model.MissingInputError), in the reader's
-#: language.
+#: What a missing input means, by the billing model that needs it (cost_model.MissingInputError). Kept in English in
+#: the problem (and so in a frozen record), shown in the reader's language (`Problem.text`).
 MISSING_INPUT_TEXTS = {
-    kinds.BillingModel.ON_DEMAND: _("Needed to price a candidate billed on demand."),
-    kinds.BillingModel.SPOT: _("Needed to price a candidate billed as spot capacity."),
-    kinds.BillingModel.RESERVED: _("Needed to price a candidate billed as reserved capacity."),
-    kinds.BillingModel.PURCHASE: _("Needed to price hardware you buy."),
-    kinds.BillingModel.API: _("Needed to price a model/API route."),
+    kinds.BillingModel.ON_DEMAND: gettext_noop("Needed to price a candidate billed on demand."),
+    kinds.BillingModel.SPOT: gettext_noop("Needed to price a candidate billed as spot capacity."),
+    kinds.BillingModel.RESERVED: gettext_noop("Needed to price a candidate billed as reserved capacity."),
+    kinds.BillingModel.PURCHASE: gettext_noop("Needed to price hardware you buy."),
+    kinds.BillingModel.API: gettext_noop("Needed to price a model/API route."),
 }
 
 
@@ -211,8 +211,14 @@ class Problem:
         code = "unit_mismatch" if isinstance(error, cost_model.UnitMismatchError) else ""
         message = error.message
         if isinstance(error, cost_model.MissingInputError) and error.billing in MISSING_INPUT_TEXTS:
-            message = str(MISSING_INPUT_TEXTS[error.billing])
+            message = MISSING_INPUT_TEXTS[error.billing]
         return cls(candidate_id, label, error.field, message, code)
+
+    @property
+    def text(self) -> str:
+        """The message in the reader's language where the catalogs have it (the cost model's other messages are
+        English sentences, shown as they are)."""
+        return gettext(self.message)
 
     @property
     def field_label(self) -> str:

@@ -49,7 +49,7 @@ class ComparisonView(APIView):
         mismatches = comparison.unit_mismatches
         if mismatches:
             raise DetailedValidationError(
-                {problem.field: f"{problem.candidate_label}: {problem.message}" for problem in mismatches},
+                {problem.field: f"{problem.candidate_label}: {problem.text}" for problem in mismatches},
                 details={"errors": [problem.to_dict() for problem in mismatches]},
             )
         return Response(exports.comparison_data(comparison))
